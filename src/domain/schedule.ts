@@ -1,0 +1,205 @@
+/**
+ * Schedules: when a job's runs fall due. Pure arithmetic over UTC epoch milliseconds, no I/O.
+ *
+ * Kinds (API.md "Jobs"): `once` at a time, `delay` after a duration, `interval` every N ms inside a date range,
+ * `dates` from an explicit list, and `cron` (5-field expressions and `@hourly`-style macros, evaluated in an IANA
+ * time zone by cron-parser).
+ *
+ * Daylight-saving rule for cron, as cron-parser computes it (the same as Vixie cron and systemd timers):
+ * - a local time inside a skipped hour (spring forward) is not lost: it fires at the same offset past the gap,
+ *   e.g. `30 2 * * *` in Europe/Berlin fires at 03:30 CEST on the day clocks go from 02:00 to 03:00;
+ * - a local time inside a repeated hour (fall back) fires once, at its first instance.
+ * Schedules whose fields name every hour (`0 * * * *`) keep firing once per elapsed hour across both changes.
+ */
+import { CronExpressionParser } from 'cron-parser';
+
+export type OnceSchedule = { type: 'once'; at: string };
+export type DelaySchedule = { type: 'delay'; delayMs: number; at?: string };
+export type IntervalSchedule = { type: 'interval'; everyMs: number; startAt?: string; endAt?: string };
+export type DatesSchedule = { type: 'dates'; dates: string[] };
+export type CronSchedule = { type: 'cron'; expression: string; timezone?: string; startAt?: string; endAt?: string };
+
+/** A schedule as a client sends it (times are RFC 3339 strings, durations integer ms). */
+export type Schedule = OnceSchedule | DelaySchedule | IntervalSchedule | DatesSchedule | CronSchedule;
+
+/** A problem with one field of a schedule; `path` is relative to the schedule object (`expression`, `dates.3`). */
+export type ScheduleIssue = { path: string; message: string };
+
+/** Smallest interval between runs of an `interval` schedule, in ms. */
+export const MIN_INTERVAL_MS = 1000;
+/** Most dates in a `dates` schedule. */
+export const MAX_DATES = 1000;
+/** The macros accepted besides 5-field expressions. */
+export const CRON_MACROS = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@hourly'] as const;
+
+const ms = (iso: string): number => Date.parse(iso);
+const iso = (t: number): string => new Date(t).toISOString();
+
+/**
+ * Resolves what a schedule leaves relative to the time it is registered, so later evaluation needs no context:
+ * `delay` gets `at` = now + delayMs; `interval` gets `startAt` (default now); `dates` are de-duplicated, sorted and
+ * the past ones dropped; every time is rewritten as RFC 3339 UTC with milliseconds.
+ * @param s a schedule that passed `scheduleIssues`
+ * @param nowMs registration time, UTC epoch ms
+ */
+export function normalizeSchedule(s: Schedule, nowMs: number): Schedule {
+  switch (s.type) {
+    case 'once':
+      return { type: 'once', at: iso(ms(s.at)) };
+    case 'delay':
+      return { type: 'delay', delayMs: s.delayMs, at: iso(nowMs + s.delayMs) };
+    case 'interval':
+      return {
+        type: 'interval',
+        everyMs: s.everyMs,
+        startAt: iso(s.startAt ? ms(s.startAt) : nowMs),
+        ...(s.endAt ? { endAt: iso(ms(s.endAt)) } : {}),
+      };
+    case 'dates': {
+      const times = [...new Set(s.dates.map(ms))].filter((t) => t > nowMs).sort((a, b) => a - b);
+      return { type: 'dates', dates: times.map(iso) };
+    }
+    case 'cron':
+      return {
+        type: 'cron',
+        expression: s.expression.trim(),
+        timezone: s.timezone ?? 'UTC',
+        ...(s.startAt ? { startAt: iso(ms(s.startAt)) } : {}),
+        ...(s.endAt ? { endAt: iso(ms(s.endAt)) } : {}),
+      };
+  }
+}
+
+/**
+ * The first occurrence strictly after `afterMs` (UTC epoch ms), or null when the schedule has none left.
+ * `delay` and `interval` schedules must be normalized first (`normalizeSchedule`).
+ * @throws Error for a cron expression or time zone that `scheduleIssues` would have refused
+ */
+export function nextOccurrence(s: Schedule, afterMs: number): number | null {
+  switch (s.type) {
+    case 'once':
+    case 'delay': {
+      const at = s.type === 'once' ? ms(s.at) : ms(s.at ?? '');
+      return at > afterMs ? at : null;
+    }
+    case 'interval': {
+      const start = ms(s.startAt ?? '');
+      const k = afterMs < start ? 0 : Math.floor((afterMs - start) / s.everyMs) + 1;
+      const t = start + k * s.everyMs;
+      return s.endAt !== undefined && t > ms(s.endAt) ? null : t;
+    }
+    case 'dates': {
+      for (const d of s.dates) {
+        const t = ms(d);
+        if (t > afterMs) return t;
+      }
+      return null;
+    }
+    case 'cron':
+      return nextCron(s, afterMs);
+  }
+}
+
+/** Up to `count` occurrences strictly after `afterMs`, in order (for previews and tests). */
+export function occurrences(s: Schedule, afterMs: number, count: number): number[] {
+  const out: number[] = [];
+  let t: number | null = afterMs;
+  while (out.length < count && (t = nextOccurrence(s, t)) !== null) out.push(t);
+  return out;
+}
+
+/** True for schedules that can fire more than once. */
+export function isRecurring(s: Schedule): boolean {
+  return s.type === 'interval' || s.type === 'cron' || (s.type === 'dates' && s.dates.length > 1);
+}
+
+function nextCron(s: CronSchedule, afterMs: number): number | null {
+  const startMs = s.startAt ? ms(s.startAt) : -Infinity;
+  // cron-parser's next() is strictly after currentDate; start one ms before startAt so startAt itself can match.
+  const from = Math.max(afterMs, startMs - 1);
+  const it = CronExpressionParser.parse(s.expression, { currentDate: new Date(from), tz: s.timezone ?? 'UTC' });
+  const t = it.next().getTime();
+  return s.endAt !== undefined && t > ms(s.endAt) ? null : t;
+}
+
+/** True when `name` is an IANA time zone this runtime knows. */
+export function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Checks what a schema cannot: that the cron expression parses (5 fields or a macro), that the time zone exists,
+ * that ranges are ordered, and that the schedule fires at least once after `nowMs`.
+ * Shape (types, required fields, integer bounds) is the API schema's job and is assumed here.
+ * @returns the issues found, empty when the schedule is good
+ */
+export function scheduleIssues(s: Schedule, nowMs: number): ScheduleIssue[] {
+  const issues: ScheduleIssue[] = [];
+  if (s.type === 'cron') {
+    const expr = s.expression.trim();
+    const fields = expr.split(/\s+/);
+    if (expr.startsWith('@')) {
+      if (!(CRON_MACROS as readonly string[]).includes(expr)) {
+        issues.push({ path: 'expression', message: `unknown macro; use one of ${CRON_MACROS.join(', ')}` });
+      }
+    } else if (fields.length !== 5) {
+      issues.push({ path: 'expression', message: `expected 5 fields (minute hour day-of-month month day-of-week), got ${fields.length}` });
+    }
+    if (s.timezone !== undefined && !isTimeZone(s.timezone)) {
+      issues.push({ path: 'timezone', message: `unknown IANA time zone "${s.timezone}"` });
+    }
+    if (issues.length === 0) {
+      try {
+        CronExpressionParser.parse(expr, { tz: s.timezone ?? 'UTC', strict: false });
+      } catch (err) {
+        issues.push({ path: 'expression', message: `invalid cron expression: ${(err as Error).message}` });
+      }
+    }
+  }
+  if ((s.type === 'interval' || s.type === 'cron') && s.startAt && s.endAt && ms(s.endAt) < ms(s.startAt)) {
+    issues.push({ path: 'endAt', message: 'endAt is before startAt' });
+  }
+  if (issues.length > 0) return issues;
+
+  let first: number | null;
+  try {
+    first = nextOccurrence(normalizeSchedule(s, nowMs), nowMs - 1);
+  } catch (err) {
+    return [{ path: 'expression', message: `cron expression never fires: ${(err as Error).message}` }];
+  }
+  if (first === null) issues.push({ path: neverFiresPath(s), message: 'the schedule has no occurrence after now' });
+  return issues;
+}
+
+function neverFiresPath(s: Schedule): string {
+  switch (s.type) {
+    case 'once':
+      return 'at';
+    case 'delay':
+      return 'delayMs';
+    case 'dates':
+      return 'dates';
+    case 'interval':
+    case 'cron':
+      return 'endAt';
+  }
+}
+
+/**
+ * A stable per-job offset in [0, jitterMs): FNV-1a (32-bit) of the job id, modulo jitterMs, so that many jobs
+ * with the same schedule spread out over the window while each keeps its own rhythm.
+ */
+export function jitterOffsetMs(jobId: string, jitterMs: number): number {
+  if (jitterMs <= 0) return 0;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < jobId.length; i++) {
+    h ^= jobId.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0) % jitterMs;
+}

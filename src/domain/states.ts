@@ -1,0 +1,56 @@
+/**
+ * The state names of jobs and runs, each as one frozen constant.
+ *
+ * Run state machine (a run is one occurrence of a job; an attempt is one HTTP request of it):
+ *
+ *   scheduled ──claim──▶ running ──success──────────────▶ succeeded
+ *       │                  │  ├──failure, retries left─▶ retrying ──claim──▶ running …
+ *       │                  │  └──failure, none left────▶ failed     (a dead letter)
+ *       │                  └──lease expired (reaper)───▶ retrying   (at-least-once) | failed (at-most-once)
+ *       ├──not startable inside its relevancy window──▶ expired
+ *       ├──overlap policy / catch-up policy───────────▶ skipped
+ *       └──job canceled or paused──────────────────────▶ canceled
+ *
+ * `scheduled` and `retrying` are the waiting states: the only ones the dispatcher claims.
+ */
+export const RUN_STATUS = Object.freeze({
+  scheduled: 'scheduled',
+  running: 'running',
+  retrying: 'retrying',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  expired: 'expired',
+  skipped: 'skipped',
+  canceled: 'canceled',
+} as const);
+export type RunStatus = (typeof RUN_STATUS)[keyof typeof RUN_STATUS];
+export const RUN_STATUSES = Object.values(RUN_STATUS) as [RunStatus, ...RunStatus[]];
+
+/** Final run states: nothing happens to such a run any more. */
+export const FINAL_RUN_STATUSES: readonly RunStatus[] = Object.freeze([
+  RUN_STATUS.succeeded,
+  RUN_STATUS.failed,
+  RUN_STATUS.expired,
+  RUN_STATUS.skipped,
+  RUN_STATUS.canceled,
+]);
+
+export const JOB_STATUS = Object.freeze({
+  active: 'active',
+  paused: 'paused',
+  completed: 'completed',
+  canceled: 'canceled',
+} as const);
+export type JobStatus = (typeof JOB_STATUS)[keyof typeof JOB_STATUS];
+export const JOB_STATUSES = Object.values(JOB_STATUS) as [JobStatus, ...JobStatus[]];
+
+/** Why a run was created. */
+export const RUN_TRIGGER = Object.freeze({ schedule: 'schedule', manual: 'manual', replay: 'replay' } as const);
+export type RunTrigger = (typeof RUN_TRIGGER)[keyof typeof RUN_TRIGGER];
+
+export const DELIVERY_MODES = ['at-least-once', 'at-most-once'] as const;
+export type DeliveryMode = (typeof DELIVERY_MODES)[number];
+export const OVERLAP_POLICIES = ['allow', 'skip'] as const;
+export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
+export const CATCH_UP_POLICIES = ['one', 'all', 'none'] as const;
+export type CatchUpPolicy = (typeof CATCH_UP_POLICIES)[number];
