@@ -1,23 +1,148 @@
 /**
  * The `chime` command and the process composition root (API.md "Start-up and configuration"):
  *   chime serve [--role api|dispatcher|all]   chime migrate   chime tenant create --name N   chime node
+ * SIGTERM (or SIGINT) drains: the API stops accepting, the dispatcher stops claiming and lets in-flight callbacks
+ * finish within CHIME_SHUTDOWN_GRACE_MS (a second signal cuts that short), leases of the rest are released, exit 0.
  */
 import { parseArgs } from 'node:util';
+import { serve as serveHttp, type ServerType } from '@hono/node-server';
+import { pino, type Logger } from 'pino';
+import pkg from '../package.json' with { type: 'json' };
+import { createApp } from './api/app.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { createCallbackAgent, createDeliver } from './dispatch/deliver.ts';
+import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts';
+import { resolvePublicHost } from './dispatch/guard.ts';
+import { createKeyring } from './dispatch/keyring.ts';
+import { openRuntime, type Runtime } from './runtime.ts';
+import { CipherError } from './store/cipher.ts';
+import { ensureJwtKey } from './store/jwt-keys.ts';
+import { createTenant } from './store/tenants.ts';
+
+const USAGE = `usage: chime <command>
+  serve [--role api|dispatcher|all]   run the service (default: all, on PORT)
+  migrate                             apply database migrations
+  tenant create --name NAME           create a tenant; prints its API key and signing secret once
+  node                                the JSON-lines node protocol on stdin/stdout
+`;
+const ROLES = ['api', 'dispatcher', 'all'] as const;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
+    case 'serve': {
+      const { values } = parseArgs({ args: rest, options: { role: { type: 'string', default: 'all' } } });
+      const role = values.role as (typeof ROLES)[number];
+      if (!ROLES.includes(role)) return usage(`--role must be one of ${ROLES.join(', ')}`);
+      return serve(loadConfig(process.env), role);
+    }
+    case 'migrate': {
+      const rt = await openRuntime(loadConfig(process.env));
+      await rt.database.close();
+      process.stderr.write('migrations applied\n');
+      return 0;
+    }
+    case 'tenant': {
+      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { name: { type: 'string' } } });
+      if (positionals[0] !== 'create' || !values.name) return usage('tenant create --name NAME');
+      const rt = await openRuntime(loadConfig(process.env));
+      try {
+        const t = await createTenant(rt.store, values.name);
+        process.stdout.write(JSON.stringify({ tenant: { ...t.tenant, createdAt: t.tenant.createdAt.toISOString() }, apiKey: t.apiKey, signingSecret: t.signingSecret }, null, 2) + '\n');
+      } finally {
+        await rt.database.close();
+      }
+      return 0;
+    }
     case 'node': {
       const { runNodeProtocol } = await import('./node/index.ts');
       await runNodeProtocol({ input: process.stdin, output: process.stdout, log: process.stderr });
       return 0;
     }
     default:
-      process.stderr.write(`usage: chime serve|migrate|tenant create --name N|node\n`);
-      void parseArgs;
-      void rest;
-      return 2;
+      return usage(command ? `unknown command "${command}"` : undefined);
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+function usage(problem?: string): number {
+  process.stderr.write(`${problem ? `chime: ${problem}\n` : ''}${USAGE}`);
+  return 2;
+}
+
+async function serve(config: Config, role: (typeof ROLES)[number]): Promise<number> {
+  const logger = pino({ level: config.logLevel, base: { service: 'chime', role } });
+  const rt = await openRuntime(config, { poolSize: role === 'api' ? 10 : 20 });
+  // Opening the signing key proves the encryption key is the one the data was sealed with.
+  await ensureJwtKey(rt.store);
+
+  let server: ServerType | null = null;
+  let dispatcher: Dispatcher | null = null;
+  if (role !== 'dispatcher') server = await startApi(config, rt, logger);
+  if (role !== 'api') {
+    dispatcher = createDispatcher({
+      database: rt.database,
+      clock: rt.clock,
+      logger,
+      deliver: createDeliver(createCallbackAgent({ allowPrivate: config.allowPrivateDestinations })),
+      keyring: createKeyring(rt.store),
+      userAgent: `chime/${pkg.version}`,
+      options: config.dispatch,
+    });
+    await dispatcher.start();
+  }
+
+  await new Promise<void>((resolve) => {
+    let signals = 0;
+    const onSignal = (signal: string) => {
+      signals++;
+      if (signals === 1) {
+        logger.info({ signal }, 'draining');
+        resolve();
+      } else {
+        logger.warn({ signal }, 'second signal: releasing in-flight leases now');
+        dispatcher?.drainNow();
+      }
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+
+  const closing = server ? new Promise<void>((r) => server!.close(() => r())) : Promise.resolve();
+  await dispatcher?.stop();
+  await closing;
+  await rt.database.close();
+  logger.info('stopped');
+  return 0;
+}
+
+function startApi(config: Config, rt: Runtime, logger: Logger): Promise<ServerType> {
+  const app = createApp({
+    store: rt.store,
+    database: rt.database,
+    config: { adminToken: config.adminToken, signup: config.signup, allowPrivateDestinations: config.allowPrivateDestinations, version: pkg.version },
+    resolveHost: async (host) => {
+      const r = await resolvePublicHost(host);
+      // A name that does not resolve now is accepted: the connect-time guard checks it on every attempt.
+      if (!r.ok && /could not resolve/.test(r.reason)) return { ok: true };
+      return r.ok ? { ok: true } : r;
+    },
+    onUnexpectedError: (err) => logger.error({ err }, 'unexpected error in a request'),
+  });
+  return new Promise((resolve) => {
+    const server = serveHttp({ fetch: app.fetch, port: config.port, hostname: '0.0.0.0' }, (info) => {
+      logger.info({ port: info.port }, 'listening');
+      resolve(server);
+    });
+  });
+}
+
+try {
+  process.exitCode = await main(process.argv.slice(2));
+} catch (err) {
+  if (err instanceof ConfigError || err instanceof CipherError || (err instanceof Error && err.name === 'DataDirLockedError')) {
+    process.stderr.write(`chime: configuration error: ${err.message}\n`);
+    process.exitCode = 1;
+  } else {
+    throw err;
+  }
+}

@@ -2,14 +2,18 @@
  * Schedules: when a job's runs fall due. Pure arithmetic over UTC epoch milliseconds, no I/O.
  *
  * Kinds (API.md "Jobs"): `once` at a time, `delay` after a duration, `interval` every N ms inside a date range,
- * `dates` from an explicit list, and `cron` (5-field expressions and `@hourly`-style macros, evaluated in an IANA
- * time zone by cron-parser).
+ * `dates` from an explicit list, and `cron` (5-field expressions and `@hourly`-style macros, parsed by cron-parser and
+ * evaluated in an IANA time zone).
  *
- * Daylight-saving rule for cron, as cron-parser computes it (the same as Vixie cron and systemd timers):
- * - a local time inside a skipped hour (spring forward) is not lost: it fires at the same offset past the gap,
- *   e.g. `30 2 * * *` in Europe/Berlin fires at 03:30 CEST on the day clocks go from 02:00 to 03:00;
- * - a local time inside a repeated hour (fall back) fires once, at its first instance.
- * Schedules whose fields name every hour (`0 * * * *`) keep firing once per elapsed hour across both changes.
+ * Daylight-saving rule for cron (cron-parser matches the fields against local wall-clock time; `nextCron` below
+ * maps wall-clock times to instants by this rule):
+ * - a local time inside a skipped interval (spring forward) is not lost: it fires at the same offset past the gap,
+ *   e.g. `30 2 * * *` in Europe/Berlin fires at 03:30 CEST on the day clocks go from 02:00 to 03:00, and
+ *   `15 2 * * *` in Australia/Lord_Howe at 02:45 on the day clocks go from 02:00 to 02:30;
+ * - a local time inside a repeated interval (fall back) fires once, at its first instance, unless the expression's
+ *   hour field names every hour: then it fires at both instances.
+ * So schedules whose fields name every hour (`0 * * * *`) keep firing once per elapsed hour across both changes
+ * in zones that shift by a whole hour. (Vixie/ISC cron and croner instead run a skipped time when the gap ends.)
  */
 import { CronExpressionParser } from 'cron-parser';
 
@@ -38,7 +42,7 @@ const iso = (t: number): string => new Date(t).toISOString();
 /**
  * Resolves what a schedule leaves relative to the time it is registered, so later evaluation needs no context:
  * `delay` gets `at` = now + delayMs; `interval` gets `startAt` (default now); `dates` are de-duplicated, sorted and
- * the past ones dropped; every time is rewritten as RFC 3339 UTC with milliseconds.
+ * the past ones (before nowMs) dropped; every time is rewritten as RFC 3339 UTC with milliseconds.
  * @param s a schedule that passed `scheduleIssues`
  * @param nowMs registration time, UTC epoch ms
  */
@@ -56,7 +60,7 @@ export function normalizeSchedule(s: Schedule, nowMs: number): Schedule {
         ...(s.endAt ? { endAt: iso(ms(s.endAt)) } : {}),
       };
     case 'dates': {
-      const times = [...new Set(s.dates.map(ms))].filter((t) => t > nowMs).sort((a, b) => a - b);
+      const times = [...new Set(s.dates.map(ms))].filter((t) => t >= nowMs).sort((a, b) => a - b);
       return { type: 'dates', dates: times.map(iso) };
     }
     case 'cron':
@@ -113,13 +117,80 @@ export function isRecurring(s: Schedule): boolean {
   return s.type === 'interval' || s.type === 'cron' || (s.type === 'dates' && s.dates.length > 1);
 }
 
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+/*
+ * Cron evaluation. cron-parser matches the fields against wall-clock times, evaluated in UTC (which has no DST) on
+ * wall-clock readings stored as if they were UTC epoch ms; this module then maps each wall-clock time to instants
+ * in the schedule's zone by the rule in the header. (cron-parser's own zone handling assumes whole-hour shifts and
+ * loses or skips times around the 30-minute changes of Australia/Lord_Howe.) Offsets come from Intl; the code
+ * assumes at most one offset change within any two days, which holds for every IANA zone.
+ */
 function nextCron(s: CronSchedule, afterMs: number): number | null {
+  const tz = s.timezone ?? 'UTC';
   const startMs = s.startAt ? ms(s.startAt) : -Infinity;
-  // cron-parser's next() is strictly after currentDate; start one ms before startAt so startAt itself can match.
+  // Strictly after `from`; starting one ms before startAt lets startAt itself match.
   const from = Math.max(afterMs, startMs - 1);
-  const it = CronExpressionParser.parse(s.expression, { currentDate: new Date(from), tz: s.timezone ?? 'UTC' });
-  const t = it.next().getTime();
-  return s.endAt !== undefined && t > ms(s.endAt) ? null : t;
+  // A firing t belongs to the wall-clock time t + offset; the smallest offset around `from` bounds where to start.
+  const lo = from + Math.min(...[-2 * DAY_MS, 0, 2 * DAY_MS].map((d) => utcOffsetMs(tz, from + d)));
+  // cron-parser's next() is strictly after currentDate: start one ms early so that `lo` itself can match.
+  const it = CronExpressionParser.parse(s.expression, { currentDate: new Date(lo - 1), tz: 'UTC' });
+  const everyHour = it.fields.hour.values.length === 24;
+  let best = Infinity;
+  // Later wall-clock times cannot fire before `best` once past best + the largest offset around it.
+  let limit = Infinity;
+  for (let wall = it.next().getTime(); wall <= limit; wall = it.next().getTime()) {
+    for (const t of wallClockFirings(tz, wall, everyHour)) {
+      if (t > from && t < best) {
+        best = t;
+        limit = t + Math.max(utcOffsetMs(tz, t - 2 * DAY_MS), utcOffsetMs(tz, t));
+      }
+    }
+  }
+  return s.endAt !== undefined && best > ms(s.endAt) ? null : best;
+}
+
+/**
+ * The instants, ascending, at which the wall-clock time `wall` (read as UTC epoch ms) fires in `tz`: its one instant;
+ * in a skipped interval, the same offset past the gap (read with the offset before it); in a repeated interval, the
+ * first instance, or both when the expression names every hour (`everyHour`).
+ */
+function wallClockFirings(tz: string, wall: number, everyHour: boolean): number[] {
+  const before = utcOffsetMs(tz, wall - DAY_MS);
+  const after = utcOffsetMs(tz, wall + DAY_MS);
+  const out: number[] = [];
+  for (const o of before === after ? [before] : [before, after]) {
+    if (utcOffsetMs(tz, wall - o) === o) out.push(wall - o);
+  }
+  if (out.length === 0) return [wall - before];
+  out.sort((a, b) => a - b);
+  return everyHour ? out : out.slice(0, 1);
+}
+
+const wallClockFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** The offset of `tz` from UTC at instant `t`, in ms: local wall-clock time read as UTC = t + offset. */
+function utcOffsetMs(tz: string, t: number): number {
+  let f = wallClockFormats.get(tz);
+  if (f === undefined) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: tz,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    if (wallClockFormats.size >= 1000) wallClockFormats.clear();
+    wallClockFormats.set(tz, f);
+  }
+  const p: Partial<Record<Intl.DateTimeFormatPartTypes, number>> = {};
+  for (const { type, value } of f.formatToParts(t)) p[type] = Number(value);
+  const wall = Date.UTC(p.year ?? NaN, (p.month ?? NaN) - 1, p.day, p.hour, p.minute, p.second);
+  return wall - Math.floor(t / 1000) * 1000;
 }
 
 /** True when `name` is an IANA time zone this runtime knows. */
@@ -133,8 +204,8 @@ export function isTimeZone(name: string): boolean {
 }
 
 /**
- * Checks what a schema cannot: that the cron expression parses (5 fields or a macro), that the time zone exists,
- * that ranges are ordered, and that the schedule fires at least once after `nowMs`.
+ * Checks what a schema cannot: that the cron expression parses (5 fields without `H`, or a macro), that the time
+ * zone exists, that ranges are ordered, and that the schedule fires at least once at or after `nowMs`.
  * Shape (types, required fields, integer bounds) is the API schema's job and is assumed here.
  * @returns the issues found, empty when the schedule is good
  */
@@ -149,6 +220,9 @@ export function scheduleIssues(s: Schedule, nowMs: number): ScheduleIssue[] {
       }
     } else if (fields.length !== 5) {
       issues.push({ path: 'expression', message: `expected 5 fields (minute hour day-of-month month day-of-week), got ${fields.length}` });
+    } else if (fields.some((f, i) => (i >= 3 ? f.replace(/[a-z]{3}/gi, '') : f).includes('H'))) {
+      // cron-parser draws `H` from an unseeded random source on every parse, so each evaluation would differ.
+      issues.push({ path: 'expression', message: 'hashed values (H) are not supported; use jitterMs to spread jobs' });
     }
     if (s.timezone !== undefined && !isTimeZone(s.timezone)) {
       issues.push({ path: 'timezone', message: `unknown IANA time zone "${s.timezone}"` });
@@ -191,8 +265,8 @@ function neverFiresPath(s: Schedule): string {
 }
 
 /**
- * A stable per-job offset in [0, jitterMs): FNV-1a (32-bit) of the job id, modulo jitterMs, so that many jobs
- * with the same schedule spread out over the window while each keeps its own rhythm.
+ * A stable per-job offset in [0, jitterMs): FNV-1a (32-bit) of the job id's UTF-16 code units, modulo jitterMs, so
+ * that many jobs with the same schedule spread out over the window while each keeps its own rhythm.
  */
 export function jitterOffsetMs(jobId: string, jitterMs: number): number {
   if (jitterMs <= 0) return 0;

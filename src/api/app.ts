@@ -1,0 +1,140 @@
+/**
+ * The HTTP API (API.md), as a Hono app built by a factory so the same code serves Node and Cloudflare Workers.
+ * No Node-only imports here or below: services arrive through `deps`.
+ */
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import type { Context } from 'hono';
+import { sql } from 'drizzle-orm';
+import { authenticateApiKey } from '../store/api-keys.ts';
+import { publicJwks } from '../store/jwt-keys.ts';
+import type { AppDeps, AppEnv } from './env.ts';
+import { ApiError, problemResponse, type FieldError } from './problems.ts';
+import { jobRoutes } from './routes/jobs.ts';
+import { runRoutes } from './routes/runs.ts';
+import { bearer, signupRoutes, tenantRoutes } from './routes/tenants.ts';
+
+/** Largest request body, in bytes (API.md "Conventions"). */
+export const MAX_BODY_BYTES = 64 * 1024;
+/** Largest body of `POST /v1/jobs/batch`, in bytes. */
+export const MAX_BATCH_BODY_BYTES = 1024 * 1024;
+
+/** Builds the app over `deps`; nothing global, so tests can build as many as they like. */
+export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>({
+    defaultHook: (result) => {
+      if (!result.success) {
+        const errors: FieldError[] = result.error.issues.map((i) => ({
+          path: i.path.map(String).join('.') || '(body)',
+          message: i.message,
+        }));
+        throw new ApiError('validation', errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors);
+      }
+    },
+  });
+
+  app.use('*', async (c, next) => {
+    c.set('deps', deps);
+    await next();
+  });
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: MAX_BATCH_BODY_BYTES,
+      onError: () => {
+        throw new ApiError('payload_too_large', `request bodies are limited to ${MAX_BODY_BYTES} bytes (${MAX_BATCH_BODY_BYTES} for batches)`);
+      },
+    }),
+  );
+  app.use('*', async (c, next) => {
+    if (c.req.path !== '/v1/jobs/batch') {
+      return bodyLimit({
+        maxSize: MAX_BODY_BYTES,
+        onError: () => {
+          throw new ApiError('payload_too_large', `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+        },
+      })(c, next);
+    }
+    await next();
+  });
+
+  // Operations: no tenant auth.
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    try {
+      await deps.database.db.execute(sql`select 1`);
+      return c.json({ status: 'ready' });
+    } catch {
+      throw new ApiError('unavailable', 'the database is not reachable');
+    }
+  });
+  app.get('/.well-known/jwks.json', async (c) => {
+    c.header('cache-control', 'public, max-age=300');
+    return c.json(await publicJwks(deps.store));
+  });
+
+  app.route('/', signupRoutes());
+  app.use('/v1/*', async (c, next) => {
+    if (c.req.path === '/v1/tenants') return next();
+    const key = bearer(c.req.header('authorization'));
+    const auth = key ? await authenticateApiKey(deps.store, key) : null;
+    if (!auth) {
+      throw new ApiError('unauthorized', key ? 'the API key is unknown, revoked or expired' : 'send an API key as Authorization: Bearer <key>', undefined, {
+        'www-authenticate': 'Bearer',
+      });
+    }
+    c.set('tenantId', auth.tenantId);
+    await next();
+  });
+  app.route('/', tenantRoutes());
+  app.route('/', jobRoutes());
+  app.route('/', runRoutes());
+
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
+  app.doc31('/openapi.json', {
+    openapi: '3.1.0',
+    info: { title: 'Chime', version: deps.config.version, description: 'Cron-as-a-service for HTTP callbacks' },
+    security: [{ bearer: [] }],
+  });
+
+  const routes = app.routes.map((r) => ({ method: r.method, re: pathPattern(r.path) }));
+  app.notFound((c) => {
+    const allowed = routes.filter((r) => r.method !== 'ALL' && r.re.test(c.req.path)).map((r) => r.method);
+    if (allowed.length > 0) {
+      return problemResponse(c, new ApiError('method_not_allowed', `${c.req.method} is not allowed here; use ${[...new Set(allowed)].join(', ')}`, undefined, { allow: [...new Set(allowed)].join(', ') }));
+    }
+    return problemResponse(c, new ApiError('not_found', `no route ${c.req.method} ${c.req.path}`));
+  });
+  app.onError((err, c) => problemResponse(c, toApiError(err, deps)));
+  return app;
+}
+
+function pathPattern(path: string): RegExp {
+  const escaped = path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\\\{[^}]+\\\}|:[^/]+/g, '[^/]+');
+  return new RegExp(`^${escaped}/?$`);
+}
+
+/** Maps anything thrown to an ApiError; unexpected errors are reported to `onUnexpectedError`, never shown. */
+function toApiError(err: unknown, deps: AppDeps): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof HTTPException) {
+    if (err.status === 400) return new ApiError('malformed_json', err.message);
+    if (err.status === 413) return new ApiError('payload_too_large', err.message);
+    return new ApiError(err.status === 404 ? 'not_found' : 'validation', err.message);
+  }
+  if (isDatabaseUnavailable(err)) return new ApiError('unavailable', 'the database is not reachable; try again shortly', undefined, { 'retry-after': '1' });
+  deps.onUnexpectedError?.(err);
+  return new ApiError('internal', 'an unexpected error occurred');
+}
+
+/** Connection-level failures of either driver (the server is down or restarting). */
+function isDatabaseUnavailable(err: unknown): boolean {
+  for (let e = err as { code?: string; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
+    const code = String(e.code ?? '');
+    if (/^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|CONNECTION_|57P0[123]|08\d\d\d)/.test(code)) return true;
+  }
+  return false;
+}
+
+export type { AppDeps, Context };

@@ -1,0 +1,63 @@
+/**
+ * Turns a schema-valid job body into a `JobSpec`: the checks a schema cannot make (schedule can fire, callback
+ * destination allowed, header rules) and the defaults of API.md. Every problem found is reported at once, each with
+ * its field path.
+ */
+import { RESERVED_HEADER, type JobSpec } from '../domain/job.ts';
+import { checkCallbackUrl } from '../domain/destination.ts';
+import { resolveRetryPolicy } from '../domain/retry.ts';
+import { normalizeSchedule, scheduleIssues } from '../domain/schedule.ts';
+import type { StatusCodeSpec } from '../domain/status-codes.ts';
+import type { AppDeps } from './env.ts';
+import { validationError, type FieldError } from './problems.ts';
+import type { JobBody } from './schemas.ts';
+
+/**
+ * @param nowMs registration time (epoch ms): relative schedules are resolved against it
+ * @throws ApiError `validation` naming every bad field
+ */
+export async function toJobSpec(body: JobBody, deps: AppDeps, nowMs: number): Promise<JobSpec> {
+  const errors: FieldError[] = [];
+  for (const i of scheduleIssues(body.schedule, nowMs)) errors.push({ path: `schedule.${i.path}`, message: i.message });
+
+  const allowPrivate = deps.config.allowPrivateDestinations;
+  const url = checkCallbackUrl(body.callback.url, { allowPrivate });
+  if (!url.ok) errors.push({ path: 'callback.url', message: url.reason });
+  else if (!allowPrivate && !url.hostIsIp && deps.resolveHost) {
+    const resolved = await deps.resolveHost(url.url.hostname);
+    if (!resolved.ok) errors.push({ path: 'callback.url', message: resolved.reason });
+  }
+
+  for (const name of Object.keys(body.callback.headers)) {
+    if (RESERVED_HEADER.test(name)) errors.push({ path: `callback.headers.${name}`, message: 'reserved header name' });
+    else if (name.toLowerCase() === 'authorization' && body.callback.authToken) {
+      errors.push({ path: `callback.headers.${name}`, message: 'set either callback.authToken or an Authorization header, not both' });
+    }
+  }
+  if (body.callback.method === 'GET' && body.payload !== undefined && body.payload !== null) {
+    errors.push({ path: 'payload', message: 'a GET callback carries no body' });
+  }
+  if (errors.length > 0) throw validationError(errors);
+
+  return {
+    name: body.name ?? null,
+    key: body.key ?? null,
+    schedule: normalizeSchedule(body.schedule, nowMs),
+    callback: {
+      url: body.callback.url,
+      method: body.callback.method,
+      headers: body.callback.headers,
+      successStatusCodes: body.callback.successStatusCodes as StatusCodeSpec[],
+      timeoutMs: body.callback.timeoutMs,
+    },
+    authToken: body.callback.authToken ?? null,
+    payload: body.payload ?? null,
+    retry: resolveRetryPolicy(body.retry),
+    relevancyWindowMs: body.relevancyWindowMs ?? null,
+    deliveryMode: body.deliveryMode ?? 'at-least-once',
+    overlapPolicy: body.overlapPolicy ?? 'allow',
+    catchUp: body.catchUp ?? 'one',
+    jitterMs: body.jitterMs ?? 0,
+    metadata: body.metadata ?? {},
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * RFC 9457 problem details: one API error type with a closed set of codes, each with its status and stable `type`
+ * (`urn:chime:problem:<code>`), rendered by one `app.onError` as `application/problem+json`.
+ */
+import type { Context } from 'hono';
+
+export const PROBLEMS = Object.freeze({
+  validation: { status: 400, title: 'The request is invalid' },
+  malformed_json: { status: 400, title: 'The request body is not valid JSON' },
+  unauthorized: { status: 401, title: 'Missing or invalid credentials' },
+  forbidden: { status: 403, title: 'Not allowed' },
+  not_found: { status: 404, title: 'Not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  conflict: { status: 409, title: 'Conflict' },
+  payload_too_large: { status: 413, title: 'The request body is too large' },
+  quota_exceeded: { status: 422, title: 'Quota exceeded' },
+  rate_limited: { status: 429, title: 'Too many requests' },
+  internal: { status: 500, title: 'Internal error' },
+  unavailable: { status: 503, title: 'Service unavailable' },
+} as const);
+export type ProblemCode = keyof typeof PROBLEMS;
+
+/** One bad field: `path` in dotted form (`schedule.expression`, `callback.headers.Host`). */
+export type FieldError = { path: string; message: string };
+
+/** An error that becomes a problem response. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  constructor(
+    readonly code: ProblemCode,
+    readonly detail: string,
+    readonly errors?: FieldError[],
+    readonly headers?: Record<string, string>,
+  ) {
+    super(detail);
+  }
+  get status(): number {
+    return PROBLEMS[this.code].status;
+  }
+}
+
+/** Shorthand for a 400 naming the bad fields. */
+export function validationError(errors: FieldError[]): ApiError {
+  return new ApiError('validation', errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors);
+}
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** The problem+json response of an ApiError. */
+export function problemResponse(c: Context, err: ApiError): Response {
+  const { title, status } = PROBLEMS[err.code];
+  const body = {
+    type: `urn:chime:problem:${err.code}`,
+    title,
+    status,
+    detail: err.detail,
+    ...(err.errors ? { errors: err.errors } : {}),
+  };
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': PROBLEM_CONTENT_TYPE, ...(err.headers ?? {}) },
+  });
+}

@@ -1,0 +1,102 @@
+/** `/v1/jobs`: register, list and read jobs; a job's runs. */
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { JOB_STATUSES, RUN_STATUSES } from '../../domain/states.ts';
+import { createJob, getJob, listJobs } from '../../store/jobs.ts';
+import { isUuid } from '../../domain/ids.ts';
+import { listRuns } from '../../store/runs.ts';
+import type { AppEnv } from '../env.ts';
+import { toJobSpec } from '../job-input.ts';
+import { ApiError } from '../problems.ts';
+import { JobBodySchema, JobSchema, PageQuery, RunSchema } from '../schemas.ts';
+import { jobView, runView } from '../views.ts';
+import { isUniqueViolation, problemResponses } from './common.ts';
+
+const JobIdParam = z.object({ jobId: z.string().openapi({ param: { name: 'jobId', in: 'path' } }) });
+
+export function jobRoutes(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/jobs',
+      summary: 'Register a job',
+      request: { body: { required: true, content: { 'application/json': { schema: JobBodySchema } } } },
+      responses: {
+        201: { description: 'Created: the job and its first run are committed', content: { 'application/json': { schema: JobSchema } } },
+        ...problemResponses(400, 401, 409, 413),
+      },
+    }),
+    async (c) => {
+      const deps = c.var.deps;
+      const spec = await toJobSpec(c.req.valid('json'), deps, deps.store.clock.now());
+      try {
+        const job = await createJob(deps.store, c.var.tenantId, spec);
+        return c.json(jobView(job), 201);
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new ApiError('conflict', `a job with key "${spec.key}" exists; use PUT /v1/jobs/by-key/:key to replace it`);
+        throw err;
+      }
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/jobs',
+      summary: 'List jobs, newest first',
+      request: { query: z.object({ status: z.enum(JOB_STATUSES).optional(), ...PageQuery }) },
+      responses: {
+        200: { description: 'A page of jobs', content: { 'application/json': { schema: z.object({ jobs: z.array(JobSchema), nextCursor: z.string().nullable() }) } } },
+        ...problemResponses(400, 401),
+      },
+    }),
+    async (c) => {
+      const q = c.req.valid('query');
+      const { items, nextCursor } = await listJobs(c.var.deps.store, c.var.tenantId, q);
+      return c.json({ jobs: items.map(jobView), nextCursor }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/jobs/{jobId}',
+      summary: 'Read a job',
+      request: { params: JobIdParam },
+      responses: { 200: { description: 'The job', content: { 'application/json': { schema: JobSchema } } }, ...problemResponses(401, 404) },
+    }),
+    async (c) => {
+      const job = await findJob(c);
+      return c.json(jobView(job), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/jobs/{jobId}/runs',
+      summary: "List a job's runs, newest first",
+      request: { params: JobIdParam, query: z.object({ status: z.enum(RUN_STATUSES).optional(), ...PageQuery }) },
+      responses: {
+        200: { description: 'A page of runs', content: { 'application/json': { schema: z.object({ runs: z.array(RunSchema), nextCursor: z.string().nullable() }) } } },
+        ...problemResponses(400, 401, 404),
+      },
+    }),
+    async (c) => {
+      const job = await findJob(c);
+      const { items, nextCursor } = await listRuns(c.var.deps.store, c.var.tenantId, job.id, c.req.valid('query'));
+      return c.json({ runs: items.map(runView), nextCursor }, 200);
+    },
+  );
+
+  return app;
+}
+
+/** The path's job of the caller's tenant. @throws ApiError not_found (also for another tenant's job) */
+export async function findJob(c: { req: { param(name: 'jobId'): string }; var: AppEnv['Variables'] }) {
+  const jobId = c.req.param('jobId');
+  const job = isUuid(jobId) ? await getJob(c.var.deps.store, c.var.tenantId, jobId) : null;
+  if (!job) throw new ApiError('not_found', `no job ${jobId}`);
+  return job;
+}

@@ -1,0 +1,147 @@
+/**
+ * Tenants and their credentials: `POST /v1/tenants` (admin token, or open signup), `GET /v1/tenant`,
+ * `/v1/api-keys`, `POST /v1/signing-secrets/rotate`.
+ */
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { timingSafeEqualStrings } from '../../store/credentials.ts';
+import { createApiKey, listApiKeys, revokeApiKey } from '../../store/api-keys.ts';
+import { rotateSigningSecret } from '../../store/signing-secrets.ts';
+import { createTenant, getTenant } from '../../store/tenants.ts';
+import type { AppEnv } from '../env.ts';
+import { ApiError } from '../problems.ts';
+import { problemResponses } from './common.ts';
+
+const TenantSchema = z.object({ tenantId: z.string(), name: z.string(), createdAt: z.string() }).openapi('Tenant');
+const ApiKeySchema = z
+  .object({ keyId: z.string(), name: z.string(), prefix: z.string(), createdAt: z.string(), expiresAt: z.string().nullable(), lastUsedAt: z.string().nullable() })
+  .openapi('ApiKey');
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+/** Routes that authenticate themselves (the admin token or open signup): mounted before the API key check. */
+export function signupRoutes(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/tenants',
+      summary: 'Create a tenant (admin token, or anyone when signup is open)',
+      security: [{ bearer: [] }],
+      request: { body: { required: true, content: { 'application/json': { schema: z.strictObject({ name: z.string().min(1).max(200) }) } } } },
+      responses: {
+        201: {
+          description: 'The tenant; its API key and signing secret are shown only here',
+          content: { 'application/json': { schema: z.object({ tenant: TenantSchema, apiKey: z.string(), signingSecret: z.string() }) } },
+        },
+        ...problemResponses(400, 401),
+      },
+    }),
+    async (c) => {
+      const { config, store } = c.var.deps;
+      if (config.signup !== 'open') {
+        const presented = bearer(c.req.header('authorization'));
+        if (!config.adminToken || !presented || !timingSafeEqualStrings(presented, config.adminToken)) {
+          throw new ApiError('unauthorized', 'creating a tenant needs the admin token (CHIME_ADMIN_TOKEN)', undefined, { 'www-authenticate': 'Bearer' });
+        }
+      }
+      const { tenant, apiKey, signingSecret } = await createTenant(store, c.req.valid('json').name);
+      return c.json({ tenant: { ...tenant, createdAt: tenant.createdAt.toISOString() }, apiKey, signingSecret }, 201);
+    },
+  );
+  return app;
+}
+
+/** Routes of the authenticated tenant. */
+export function tenantRoutes(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/tenant',
+      summary: "The caller's tenant",
+      responses: { 200: { description: 'The tenant', content: { 'application/json': { schema: TenantSchema } } }, ...problemResponses(401) },
+    }),
+    async (c) => {
+      const t = await getTenant(c.var.deps.store, c.var.tenantId);
+      if (!t) throw new ApiError('not_found', 'tenant not found');
+      return c.json({ ...t, createdAt: t.createdAt.toISOString() }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/api-keys',
+      summary: 'Create an API key (the key is shown once)',
+      request: {
+        body: { required: true, content: { 'application/json': { schema: z.strictObject({ name: z.string().min(1).max(200), expiresAt: z.iso.datetime({ offset: true }).optional() }) } } },
+      },
+      responses: {
+        201: { description: 'The key', content: { 'application/json': { schema: ApiKeySchema.extend({ key: z.string() }) } } },
+        ...problemResponses(400, 401),
+      },
+    }),
+    async (c) => {
+      const body = c.req.valid('json');
+      const { store } = c.var.deps;
+      const expiresAt = body.expiresAt ? new Date(body.expiresAt) : null;
+      if (expiresAt && expiresAt.getTime() <= store.clock.now()) {
+        throw new ApiError('validation', 'expiresAt: must be in the future', [{ path: 'expiresAt', message: 'must be in the future' }]);
+      }
+      const k = await createApiKey(store, c.var.tenantId, { name: body.name, expiresAt });
+      return c.json({ ...k, createdAt: k.createdAt.toISOString(), expiresAt: iso(k.expiresAt), lastUsedAt: null }, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/api-keys',
+      summary: "The tenant's API keys, without secrets",
+      responses: { 200: { description: 'Keys', content: { 'application/json': { schema: z.object({ apiKeys: z.array(ApiKeySchema) }) } } }, ...problemResponses(401) },
+    }),
+    async (c) => {
+      const keys = await listApiKeys(c.var.deps.store, c.var.tenantId);
+      return c.json({ apiKeys: keys.map((k) => ({ ...k, createdAt: k.createdAt.toISOString(), expiresAt: iso(k.expiresAt), lastUsedAt: iso(k.lastUsedAt) })) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/v1/api-keys/{keyId}',
+      summary: 'Revoke an API key (effective at once)',
+      request: { params: z.object({ keyId: z.string() }) },
+      responses: { 204: { description: 'Revoked' }, ...problemResponses(401, 404) },
+    }),
+    async (c) => {
+      const { keyId } = c.req.valid('param');
+      const ok = /^[0-9a-f-]{36}$/i.test(keyId) && (await revokeApiKey(c.var.deps.store, c.var.tenantId, keyId));
+      if (!ok) throw new ApiError('not_found', `no API key ${keyId}`);
+      return c.body(null, 204);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/signing-secrets/rotate',
+      summary: 'Rotate the signing secret (both sign for 24 h)',
+      responses: {
+        201: { description: 'The new secret', content: { 'application/json': { schema: z.object({ signingSecret: z.string(), previousValidUntil: z.string() }) } } },
+        ...problemResponses(401),
+      },
+    }),
+    async (c) => {
+      const r = await rotateSigningSecret(c.var.deps.store, c.var.tenantId);
+      return c.json({ signingSecret: r.signingSecret, previousValidUntil: r.previousValidUntil.toISOString() }, 201);
+    },
+  );
+  return app;
+}
+
+/** The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1), or null. */
+export function bearer(header: string | undefined): string | null {
+  const m = header?.match(/^Bearer\s+(\S+)\s*$/i);
+  return m ? m[1]! : null;
+}

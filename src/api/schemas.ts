@@ -1,0 +1,168 @@
+/**
+ * Request and response schemas (zod through @hono/zod-openapi): the same objects validate requests and generate
+ * the OpenAPI document. Field names and bounds follow API.md.
+ */
+import { z } from '@hono/zod-openapi';
+import { HTTP_METHODS, MAX_CALLBACK_HEADERS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS, DEFAULT_TIMEOUT_MS } from '../domain/job.ts';
+import { MAX_ATTEMPTS_LIMIT, MAX_BACKOFF_MS, RETRY_STRATEGIES } from '../domain/retry.ts';
+import { MAX_DATES, MIN_INTERVAL_MS } from '../domain/schedule.ts';
+import { CATCH_UP_POLICIES, DELIVERY_MODES, JOB_STATUSES, OVERLAP_POLICIES, RUN_STATUSES } from '../domain/states.ts';
+import { STATUS_CLASS_PATTERN } from '../domain/status-codes.ts';
+
+/** Longest relevancy window and jitter, in ms (30 days, 1 day). */
+export const MAX_RELEVANCY_WINDOW_MS = 30 * 24 * 3_600_000;
+export const MAX_JITTER_MS = 24 * 3_600_000;
+export const MAX_DELAY_MS = 366 * 24 * 3_600_000;
+export const MAX_METADATA_PAIRS = 20;
+
+const time = z.iso.datetime({ offset: true, precision: undefined }).openapi({ example: '2026-12-01T09:00:00.000Z' });
+const int = (min: number, max: number) => z.number().int().min(min).max(max);
+
+export const ScheduleSchema = z
+  .discriminatedUnion('type', [
+    z.strictObject({ type: z.literal('once'), at: time }),
+    z.strictObject({ type: z.literal('delay'), delayMs: int(0, MAX_DELAY_MS) }),
+    z.strictObject({
+      type: z.literal('interval'),
+      everyMs: int(MIN_INTERVAL_MS, MAX_DELAY_MS),
+      startAt: time.optional(),
+      endAt: time.optional(),
+    }),
+    z.strictObject({ type: z.literal('dates'), dates: z.array(time).min(1).max(MAX_DATES) }),
+    z.strictObject({
+      type: z.literal('cron'),
+      expression: z.string().min(1).max(200),
+      timezone: z.string().min(1).max(64).optional(),
+      startAt: time.optional(),
+      endAt: time.optional(),
+    }),
+  ])
+  .openapi('Schedule');
+
+const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/; // RFC 9110 token
+
+export const CallbackSchema = z
+  .strictObject({
+    url: z.string().min(1).max(2048),
+    method: z.enum(HTTP_METHODS).default('POST'),
+    headers: z
+      .record(z.string().max(256).regex(headerName, 'not a valid header name'), z.string().max(4096).regex(/^[^\r\n\0]*$/, 'header values cannot contain line breaks'))
+      .refine((h) => Object.keys(h).length <= MAX_CALLBACK_HEADERS, `at most ${MAX_CALLBACK_HEADERS} headers`)
+      .default({}),
+    authToken: z.string().min(1).max(4096).regex(/^[^\r\n\0]*$/, 'cannot contain line breaks').optional(),
+    successStatusCodes: z
+      .array(z.union([int(100, 599), z.string().regex(STATUS_CLASS_PATTERN, 'a status class such as "2xx"')]))
+      .min(1)
+      .max(50)
+      .default(['2xx']),
+    timeoutMs: int(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS).default(DEFAULT_TIMEOUT_MS),
+  })
+  .openapi('Callback');
+
+export const RetrySchema = z
+  .strictObject({
+    strategy: z.enum(RETRY_STRATEGIES).optional(),
+    maxAttempts: int(1, MAX_ATTEMPTS_LIMIT).optional(),
+    initialDelayMs: int(0, MAX_BACKOFF_MS).optional(),
+    maxDelayMs: int(0, MAX_BACKOFF_MS).optional(),
+    multiplier: z.number().min(1).max(10).optional(),
+    jitter: z.boolean().optional(),
+  })
+  .openapi('RetryPolicy');
+
+const jobFields = {
+  name: z.string().min(1).max(200).optional(),
+  schedule: ScheduleSchema,
+  callback: CallbackSchema,
+  payload: z.unknown().optional(),
+  retry: RetrySchema.optional(),
+  relevancyWindowMs: int(0, MAX_RELEVANCY_WINDOW_MS).nullable().optional(),
+  deliveryMode: z.enum(DELIVERY_MODES).optional(),
+  overlapPolicy: z.enum(OVERLAP_POLICIES).optional(),
+  catchUp: z.enum(CATCH_UP_POLICIES).optional(),
+  jitterMs: int(0, MAX_JITTER_MS).optional(),
+  key: z.string().min(1).max(200).regex(/^[A-Za-z0-9._:~-]+$/, 'letters, digits and . _ : ~ - only').optional(),
+  metadata: z
+    .record(z.string().min(1).max(64), z.string().max(512))
+    .refine((m) => Object.keys(m).length <= MAX_METADATA_PAIRS, `at most ${MAX_METADATA_PAIRS} pairs`)
+    .optional(),
+};
+
+export const JobBodySchema = z.strictObject(jobFields).openapi('JobInput');
+export type JobBody = z.infer<typeof JobBodySchema>;
+
+export const JobSchema = z
+  .object({
+    jobId: z.uuid(),
+    name: z.string().nullable(),
+    key: z.string().nullable(),
+    status: z.enum(JOB_STATUSES),
+    pausedReason: z.string().nullable(),
+    schedule: ScheduleSchema,
+    callback: z.object({
+      url: z.string(),
+      method: z.enum(HTTP_METHODS),
+      headers: z.record(z.string(), z.string()),
+      hasAuthToken: z.boolean(),
+      successStatusCodes: z.array(z.union([z.number(), z.string()])),
+      timeoutMs: z.number(),
+    }),
+    payload: z.unknown(),
+    retry: RetrySchema,
+    relevancyWindowMs: z.number().nullable(),
+    deliveryMode: z.enum(DELIVERY_MODES),
+    overlapPolicy: z.enum(OVERLAP_POLICIES),
+    catchUp: z.enum(CATCH_UP_POLICIES),
+    jitterMs: z.number(),
+    metadata: z.record(z.string(), z.string()),
+    nextRunAt: z.string().nullable(),
+    lastRunAt: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('Job');
+
+export const RunSchema = z
+  .object({
+    runId: z.uuid(),
+    jobId: z.uuid(),
+    scheduledFor: z.string(),
+    trigger: z.enum(['schedule', 'manual', 'replay']),
+    status: z.enum(RUN_STATUSES),
+    attempts: z.number(),
+    nextAttemptAt: z.string().nullable(),
+    startedAt: z.string().nullable(),
+    finishedAt: z.string().nullable(),
+    responseStatus: z.number().nullable(),
+    error: z.string().nullable(),
+  })
+  .openapi('Run');
+
+export const AttemptSchema = z
+  .object({
+    attempt: z.number(),
+    startedAt: z.string(),
+    finishedAt: z.string().nullable(),
+    durationMs: z.number().nullable(),
+    responseStatus: z.number().nullable(),
+    responseBodyExcerpt: z.string().nullable(),
+    errorClass: z.string().nullable(),
+    error: z.string().nullable(),
+  })
+  .openapi('Attempt');
+
+export const ProblemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number(),
+    detail: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .openapi('Problem');
+
+/** `?limit=&cursor=` of every list (API.md "Lists"). */
+export const PageQuery = {
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  cursor: z.uuid().optional(),
+};

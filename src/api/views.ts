@@ -1,0 +1,70 @@
+/** Rows → API representations (API.md "Job", "Run"): times as RFC 3339 UTC with ms, secrets never shown. */
+import type { CallbackSpec } from '../domain/job.ts';
+import type { RetryPolicy } from '../domain/retry.ts';
+import type { Schedule } from '../domain/schedule.ts';
+import type { JobRow } from '../store/jobs.ts';
+import type { AttemptRow, RunRow } from '../store/runs.ts';
+import type { CatchUpPolicy, DeliveryMode, JobStatus, OverlapPolicy, RunStatus, RunTrigger } from '../domain/states.ts';
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+export function jobView(j: JobRow) {
+  const cb = j.callback as CallbackSpec;
+  return {
+    jobId: j.id,
+    name: j.name,
+    key: j.key,
+    status: j.status as JobStatus,
+    pausedReason: j.pausedReason,
+    schedule: j.schedule as Schedule,
+    callback: {
+      url: cb.url,
+      method: cb.method,
+      headers: cb.headers,
+      hasAuthToken: j.authTokenEnc !== null,
+      successStatusCodes: cb.successStatusCodes,
+      timeoutMs: cb.timeoutMs,
+    },
+    payload: j.payload ?? null,
+    retry: j.retry as RetryPolicy,
+    relevancyWindowMs: j.relevancyWindowMs,
+    deliveryMode: j.deliveryMode as DeliveryMode,
+    overlapPolicy: j.overlapPolicy as OverlapPolicy,
+    catchUp: j.catchUp as CatchUpPolicy,
+    jitterMs: j.jitterMs,
+    metadata: j.metadata as Record<string, string>,
+    nextRunAt: iso(j.nextRunAt),
+    lastRunAt: iso(j.lastRunAt),
+    createdAt: j.createdAt.toISOString(),
+    updatedAt: j.updatedAt.toISOString(),
+  };
+}
+
+export function runView(r: RunRow) {
+  return {
+    runId: r.id,
+    jobId: r.jobId,
+    scheduledFor: r.scheduledFor.toISOString(),
+    trigger: r.trigger as RunTrigger,
+    status: r.status as RunStatus,
+    attempts: r.attempts,
+    nextAttemptAt: iso(r.nextAttemptAt),
+    startedAt: iso(r.startedAt),
+    finishedAt: iso(r.finishedAt),
+    responseStatus: r.responseStatus,
+    error: r.error,
+  };
+}
+
+export function attemptView(a: AttemptRow) {
+  return {
+    attempt: a.attempt,
+    startedAt: a.startedAt.toISOString(),
+    finishedAt: iso(a.finishedAt),
+    durationMs: a.durationMs,
+    responseStatus: a.responseStatus,
+    responseBodyExcerpt: a.responseBodyExcerpt,
+    errorClass: a.errorClass,
+    error: a.error,
+  };
+}

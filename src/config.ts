@@ -1,0 +1,76 @@
+/**
+ * Process configuration, parsed once at boot from the environment with zod; a bad value fails start-up with the
+ * variable named (API.md "Start-up and configuration").
+ */
+import { z } from 'zod';
+import { DISPATCHER_DEFAULTS } from './dispatch/dispatcher.ts';
+
+export const DEFAULT_PORT = 8080;
+export const DEFAULT_DATA_DIR = './.chime';
+
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const positiveInt = z.coerce.number().int().positive();
+
+const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(DEFAULT_PORT),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  CHIME_DATA_DIR: z.string().min(1).default(DEFAULT_DATA_DIR),
+  CHIME_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  CHIME_SIGNUP: z.enum(['open', 'closed']).default('closed'),
+  CHIME_ENCRYPTION_KEY: z.string().optional(),
+  CHIME_ALLOW_PRIVATE_DESTINATIONS: bool.default(false),
+  CHIME_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  CHIME_DISPATCH_CONCURRENCY: positiveInt.default(DISPATCHER_DEFAULTS.concurrency),
+  CHIME_DISPATCH_PER_DESTINATION: positiveInt.default(DISPATCHER_DEFAULTS.perDestination),
+  CHIME_DISPATCH_BATCH_SIZE: positiveInt.max(1000).default(DISPATCHER_DEFAULTS.batchSize),
+  CHIME_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(DISPATCHER_DEFAULTS.shutdownGraceMs),
+});
+
+export type Config = {
+  port: number;
+  databaseUrl: string | null;
+  dataDir: string;
+  adminToken: string | null;
+  signup: 'open' | 'closed';
+  /** Base64 of 32 bytes, or null to use/generate the key file of the embedded database. */
+  encryptionKey: string | null;
+  allowPrivateDestinations: boolean;
+  logLevel: string;
+  dispatch: { concurrency: number; perDestination: number; batchSize: number; shutdownGraceMs: number };
+};
+
+/** A configuration problem, naming the variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/**
+ * Parses the environment.
+ * @throws ConfigError naming every bad variable
+ */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const r = EnvSchema.safeParse(env);
+  if (!r.success) {
+    throw new ConfigError(r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  }
+  const e = r.data;
+  if (e.DATABASE_URL && !e.CHIME_ENCRYPTION_KEY) {
+    throw new ConfigError('CHIME_ENCRYPTION_KEY: required with DATABASE_URL (32 random bytes, base64: `openssl rand -base64 32`)');
+  }
+  return {
+    port: e.PORT,
+    databaseUrl: e.DATABASE_URL ?? null,
+    dataDir: e.CHIME_DATA_DIR,
+    adminToken: e.CHIME_ADMIN_TOKEN ?? null,
+    signup: e.CHIME_SIGNUP,
+    encryptionKey: e.CHIME_ENCRYPTION_KEY ?? null,
+    allowPrivateDestinations: e.CHIME_ALLOW_PRIVATE_DESTINATIONS,
+    logLevel: e.CHIME_LOG_LEVEL,
+    dispatch: {
+      concurrency: e.CHIME_DISPATCH_CONCURRENCY,
+      perDestination: e.CHIME_DISPATCH_PER_DESTINATION,
+      batchSize: e.CHIME_DISPATCH_BATCH_SIZE,
+      shutdownGraceMs: e.CHIME_SHUTDOWN_GRACE_MS,
+    },
+  };
+}

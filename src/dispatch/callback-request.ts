@@ -1,0 +1,45 @@
+/**
+ * Builds the HTTP request of one attempt (API.md "The callback request"): the payload as JSON, the Standard
+ * Webhooks headers (`webhook-id` = run id on every attempt, so receivers can deduplicate), the Chime-Signature JWT,
+ * the Chime-* context headers, the job's auth token and custom headers.
+ */
+import type { ClaimedRun } from '../store/queue/claim-runs.ts';
+import type { CallbackRequest } from './deliver.ts';
+import type { Keyring } from './keyring.ts';
+import { standardWebhookSignature } from './sign.ts';
+
+/**
+ * @param nowMs the attempt's start (epoch ms): `webhook-timestamp` and the JWT's `iat`
+ * @throws CipherError when the signing secrets or the auth token cannot be opened
+ */
+export async function buildCallbackRequest(
+  run: ClaimedRun,
+  keyring: Keyring,
+  nowMs: number,
+  userAgent: string,
+): Promise<CallbackRequest> {
+  const { callback } = run;
+  const body = callback.method === 'GET' ? '' : JSON.stringify(run.payload ?? {});
+  const timestamp = Math.floor(nowMs / 1000);
+  const [secrets, signer, authToken] = await Promise.all([
+    keyring.secretsFor(run.tenantId),
+    keyring.jwtSigner(),
+    run.authTokenEnc ? keyring.openAuthToken(run.authTokenEnc) : null,
+  ]);
+  const jwt = await signer.sign({ sub: callback.url, jti: `${run.runId}.${run.attempt}`, body, iatSec: timestamp });
+  const headers: Record<string, string> = {
+    ...callback.headers,
+    'user-agent': userAgent,
+    'webhook-id': run.runId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': standardWebhookSignature(secrets, run.runId, timestamp, body),
+    'chime-signature': jwt,
+    'chime-job-id': run.jobId,
+    'chime-run-id': run.runId,
+    'chime-attempt': String(run.attempt),
+    'chime-scheduled-for': new Date(run.scheduledForMs).toISOString(),
+  };
+  if (body !== '') headers['content-type'] = 'application/json';
+  if (authToken) headers['authorization'] = `Bearer ${authToken}`;
+  return { url: callback.url, method: callback.method, headers, body: body === '' ? null : body, timeoutMs: callback.timeoutMs };
+}

@@ -1,0 +1,278 @@
+/**
+ * The dispatcher: claims due runs with a lease, delivers them with bounded concurrency, records every attempt and
+ * schedules the retry, the next occurrence or the dead letter. Any number run against one database; SKIP LOCKED
+ * leases share the work, and a dead dispatcher's runs come back through the reaper after their lease expires.
+ *
+ * Loop: claim up to min(batchSize, free slots) → start deliveries → if the batch was full, claim again at once;
+ * otherwise sleep until the earliest due run, a NOTIFY of an earlier one, or `pollMs` (the safety net).
+ * Outcomes are buffered and written in batches (`finishRuns`), only where this dispatcher still holds the lease.
+ */
+import type { Logger } from 'pino';
+import { decideAfterAttempt, ERROR_CLASS, type HttpResult } from '../domain/attempt-outcome.ts';
+import type { Clock } from '../domain/clock.ts';
+import type { Database } from '../store/db.ts';
+import { RUNS_CHANNEL } from '../store/db.ts';
+import { newId } from '../domain/ids.ts';
+import { claimRuns, type ClaimedRun } from '../store/queue/claim-runs.ts';
+import { finishRuns, type AttemptOutcome } from '../store/queue/finish-runs.ts';
+import { nextDueAt, reapExpiredLeases, releaseLeases, REAP_INTERVAL_DEFAULT_MS } from '../store/queue/reap-leases.ts';
+import { buildCallbackRequest } from './callback-request.ts';
+import type { Deliver } from './deliver.ts';
+import type { Keyring } from './keyring.ts';
+import { Limiter } from './limiter.ts';
+import { Wakeup } from './wakeup.ts';
+
+export type DispatcherOptions = {
+  /** Lease owner id; unique per dispatcher (default: a new UUID). */
+  owner: string;
+  /** Most runs per claim. */
+  batchSize: number;
+  /** Most callbacks in flight. */
+  concurrency: number;
+  /** Most callbacks in flight to one origin. */
+  perDestination: number;
+  /** Lease = callback timeout + this, in ms. */
+  leaseMarginMs: number;
+  /** Longest sleep without looking for due runs, in ms. */
+  pollMs: number;
+  reapIntervalMs: number;
+  /** How long `stop()` lets in-flight callbacks finish before releasing their leases, in ms. */
+  shutdownGraceMs: number;
+};
+
+export const DISPATCHER_DEFAULTS: Readonly<Omit<DispatcherOptions, 'owner'>> = Object.freeze({
+  batchSize: 100,
+  concurrency: 256,
+  perDestination: 16,
+  leaseMarginMs: 30_000,
+  pollMs: 2_000,
+  reapIntervalMs: REAP_INTERVAL_DEFAULT_MS,
+  shutdownGraceMs: 10_000,
+});
+/** Sleep when due runs exist but are all held by other dispatchers, in ms. */
+const CONTENDED_SLEEP_MS = 20;
+/** Backoff after a failed claim or finish (database down), doubling up to the max, in ms. */
+const ERROR_BACKOFF_MIN_MS = 100;
+const ERROR_BACKOFF_MAX_MS = 5_000;
+/** Most outcomes written by one finish statement. */
+const FINISH_BATCH = 500;
+
+export type DispatcherDeps = {
+  database: Database;
+  clock: Clock;
+  logger: Logger;
+  deliver: Deliver;
+  keyring: Keyring;
+  userAgent: string;
+  options?: Partial<DispatcherOptions>;
+  random?: () => number;
+};
+
+export interface Dispatcher {
+  readonly owner: string;
+  /** Callbacks in flight now. */
+  readonly inFlight: number;
+  /** Starts claiming; resolves once listening for NOTIFY. */
+  start(): Promise<void>;
+  /**
+   * Stops claiming, lets in-flight callbacks finish for up to `shutdownGraceMs` (or `graceMs`), releases the leases
+   * of those still running, and writes every outcome it has. Resolves when done.
+   */
+  stop(graceMs?: number): Promise<void>;
+  /** During `stop()`: ends the grace period now, so leases of callbacks still in flight are released. */
+  drainNow(): void;
+}
+
+export function createDispatcher(deps: DispatcherDeps): Dispatcher {
+  const o: DispatcherOptions = { owner: newId(), ...DISPATCHER_DEFAULTS, ...deps.options };
+  const { database, clock, logger } = deps;
+  const db = database.db;
+  const limiter = new Limiter(o.concurrency, o.perDestination);
+  const wakeup = new Wakeup();
+  const inFlight = new Map<string, Promise<void>>();
+  const pending: AttemptOutcome[] = [];
+  let flushing: Promise<void> | null = null;
+  let running = false;
+  let loopDone: Promise<void> = Promise.resolve();
+  let unlisten: (() => Promise<void>) | null = null;
+  let reapTimer: NodeJS.Timeout | null = null;
+  let slotFreed: (() => void) | null = null;
+  let endGrace: (() => void) | null = null;
+  const random = deps.random ?? Math.random;
+
+  async function loop(): Promise<void> {
+    let backoff = ERROR_BACKOFF_MIN_MS;
+    while (running) {
+      try {
+        const free = limiter.free;
+        if (free <= 0) {
+          await new Promise<void>((r) => (slotFreed = r));
+          continue;
+        }
+        const limit = Math.min(o.batchSize, free);
+        const claimed = await claimRuns(db, { owner: o.owner, limit, nowMs: clock.now(), leaseMarginMs: o.leaseMarginMs });
+        for (const run of claimed) track(run);
+        backoff = ERROR_BACKOFF_MIN_MS;
+        if (claimed.length === limit || !running) continue;
+        const due = await nextDueAt(db);
+        const now = clock.now();
+        const wait = due === null ? o.pollMs : due <= now ? CONTENDED_SLEEP_MS : Math.min(due - now, o.pollMs);
+        await wakeup.sleep(wait, now);
+      } catch (err) {
+        logger.error({ err, backoffMs: backoff }, 'claim failed; retrying');
+        await wakeup.sleep(backoff, clock.now());
+        backoff = Math.min(backoff * 2, ERROR_BACKOFF_MAX_MS);
+      }
+    }
+  }
+
+  function track(run: ClaimedRun): void {
+    const p = deliverRun(run).finally(() => {
+      inFlight.delete(run.runId);
+      const r = slotFreed;
+      slotFreed = null;
+      r?.();
+    });
+    inFlight.set(run.runId, p);
+  }
+
+  async function deliverRun(run: ClaimedRun): Promise<void> {
+    const origin = originOf(run.callback.url);
+    await limiter.acquire(origin);
+    let startedAtMs = clock.now();
+    let result: HttpResult;
+    try {
+      startedAtMs = clock.now();
+      const req = await buildCallbackRequest(run, deps.keyring, startedAtMs, deps.userAgent);
+      result = await deps.deliver(req, () => clock.now());
+    } catch (err) {
+      logger.error({ err, runId: run.runId, jobId: run.jobId, tenantId: run.tenantId }, 'could not build the callback request');
+      result = { kind: 'error', errorClass: ERROR_CLASS.internal, message: `internal error: ${(err as Error).message}`, maybeSent: false };
+    } finally {
+      limiter.release(origin);
+    }
+    const finishedAtMs = clock.now();
+    const d = decideAfterAttempt(
+      {
+        attempt: run.attempt,
+        scheduledForMs: run.scheduledForMs,
+        relevancyWindowMs: run.relevancyWindowMs,
+        retry: run.retry,
+        deliveryMode: run.deliveryMode,
+        successStatusCodes: run.callback.successStatusCodes,
+      },
+      result,
+      finishedAtMs,
+      random,
+    );
+    logger.debug(
+      { runId: run.runId, jobId: run.jobId, tenantId: run.tenantId, attempt: run.attempt, outcome: d.runStatus },
+      'attempt finished',
+    );
+    pending.push({
+      runId: run.runId,
+      jobId: run.jobId,
+      attempt: run.attempt,
+      startedAtMs,
+      finishedAtMs,
+      responseStatus: result.kind === 'response' ? result.status : null,
+      responseBodyExcerpt: result.kind === 'response' ? result.bodyExcerpt : null,
+      errorClass: d.errorClass,
+      error: d.error,
+      runStatus: d.runStatus,
+      nextAttemptAtMs: d.nextAttemptAtMs,
+      pauseReason: d.pauseReason,
+    });
+    if (d.nextAttemptAtMs !== null) wakeup.wakeBy(d.nextAttemptAtMs);
+    flush();
+  }
+
+  function flush(): Promise<void> {
+    flushing ??= (async () => {
+      let backoff = ERROR_BACKOFF_MIN_MS;
+      // Let outcomes that finish in the same tick join one statement.
+      await new Promise((r) => setImmediate(r));
+      while (pending.length > 0) {
+        const batch = pending.splice(0, FINISH_BATCH);
+        try {
+          const held = await finishRuns(db, o.owner, batch);
+          if (held.size < batch.length) {
+            logger.warn({ lost: batch.length - held.size }, 'outcomes not recorded: their leases had expired and were reclaimed');
+          }
+          backoff = ERROR_BACKOFF_MIN_MS;
+        } catch (err) {
+          pending.unshift(...batch);
+          logger.error({ err, backoffMs: backoff }, 'recording outcomes failed; retrying');
+          await new Promise((r) => setTimeout(r, backoff));
+          backoff = Math.min(backoff * 2, ERROR_BACKOFF_MAX_MS);
+        }
+      }
+      flushing = null;
+    })();
+    return flushing;
+  }
+
+  async function reap(): Promise<void> {
+    try {
+      const n = await reapExpiredLeases(db, clock.now());
+      if (n > 0) {
+        logger.warn({ runs: n }, 'reclaimed runs whose lease expired');
+        wakeup.wake();
+      }
+    } catch (err) {
+      logger.error({ err }, 'reaper failed');
+    }
+  }
+
+  return {
+    owner: o.owner,
+    get inFlight() {
+      return inFlight.size;
+    },
+    async start() {
+      if (running) return;
+      running = true;
+      unlisten = await database.listen(RUNS_CHANNEL, (payload) => wakeup.wakeBy(Number(payload)));
+      reapTimer = setInterval(() => void reap(), o.reapIntervalMs);
+      reapTimer.unref();
+      loopDone = loop();
+      logger.info({ owner: o.owner, ...DISPATCHER_DEFAULTS, ...deps.options }, 'dispatcher started');
+    },
+    async stop(graceMs = o.shutdownGraceMs) {
+      if (!running) return;
+      running = false;
+      if (reapTimer) clearInterval(reapTimer);
+      wakeup.wake();
+      slotFreed?.();
+      await loopDone;
+      await unlisten?.().catch(() => {});
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<'timeout'>((r) => {
+        timer = setTimeout(() => r('timeout'), graceMs);
+        endGrace = () => r('timeout');
+      });
+      const all = Promise.all(inFlight.values()).then(() => 'done' as const);
+      const how = await Promise.race([all, graceOver]);
+      clearTimeout(timer);
+      endGrace = null;
+      if (how === 'timeout' && inFlight.size > 0) {
+        const ids = [...inFlight.keys()];
+        logger.warn({ runs: ids.length }, 'shutdown grace over: releasing leases of callbacks still in flight');
+        await releaseLeases(db, o.owner, ids, clock.now()).catch((err) => logger.error({ err }, 'releasing leases failed'));
+      }
+      await flush();
+      logger.info({ owner: o.owner }, 'dispatcher stopped');
+    },
+    drainNow() {
+      endGrace?.();
+    },
+  };
+}
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}

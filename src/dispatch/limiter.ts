@@ -1,0 +1,58 @@
+/**
+ * Concurrency limits of the dispatcher: at most `total` callbacks in flight, and at most `perKey` to one destination
+ * origin, so one tenant's thousand due jobs cannot flood its endpoint or starve other tenants' callbacks.
+ * Waiters are served first-come, first-served per key.
+ */
+export class Limiter {
+  private active = 0;
+  private readonly perKeyActive = new Map<string, number>();
+  private readonly waiting = new Map<string, (() => void)[]>();
+
+  /**
+   * @param total most tasks at once overall (claims are sized by `free`, so this is rarely the one that waits)
+   * @param perKey most tasks at once per key
+   */
+  constructor(
+    readonly total: number,
+    readonly perKey: number,
+  ) {}
+
+  /** Slots not taken overall. */
+  get free(): number {
+    return this.total - this.active;
+  }
+
+  get inFlight(): number {
+    return this.active;
+  }
+
+  /** Takes a slot for `key` (overall slot taken at once; the per-key slot may wait). Call `release(key)` after. */
+  async acquire(key: string): Promise<void> {
+    this.active++;
+    const n = this.perKeyActive.get(key) ?? 0;
+    if (n < this.perKey) {
+      this.perKeyActive.set(key, n + 1);
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const q = this.waiting.get(key);
+      if (q) q.push(resolve);
+      else this.waiting.set(key, [resolve]);
+    });
+  }
+
+  /** Gives back a slot of `key`, handing it straight to the next waiter of that key if any. */
+  release(key: string): void {
+    this.active--;
+    const q = this.waiting.get(key);
+    const next = q?.shift();
+    if (next) {
+      if (q!.length === 0) this.waiting.delete(key);
+      next(); // the per-key slot passes to the waiter
+      return;
+    }
+    const n = (this.perKeyActive.get(key) ?? 1) - 1;
+    if (n === 0) this.perKeyActive.delete(key);
+    else this.perKeyActive.set(key, n);
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * Callback signatures.
+ * - Standard Webhooks (https://www.standardwebhooks.com, spec "Verifying webhooks"): `webhook-signature` is
+ *   `v1,<base64 HMAC-SHA256(key, "${webhook-id}.${webhook-timestamp}.${body}")>`, key = base64-decoded part of the
+ *   `whsec_` secret; several signatures are space-separated (secret rotation).
+ * - `Chime-Signature`: a JWT (RFC 7519) signed with the service's EdDSA key through jose, `kid` in the header,
+ *   claims iss, sub (the callback URL), iat, exp, jti, body = base64url(SHA-256(body)).
+ */
+import { createHash, createHmac } from 'node:crypto';
+import { importJWK, SignJWT, type CryptoKey, type KeyObject } from 'jose';
+import { JWT_TTL_SECONDS, type SigningJwk } from '../store/jwt-keys.ts';
+import { SIGNING_SECRET_PREFIX } from '../store/credentials.ts';
+
+/** The issuer claim of Chime-Signature tokens. */
+export const JWT_ISSUER = 'chime';
+
+/**
+ * The `webhook-signature` header value for one message, one `v1,` signature per secret.
+ * @param secrets `whsec_<base64>` secrets, newest first
+ * @param timestampSec the `webhook-timestamp` value (Unix seconds)
+ */
+export function standardWebhookSignature(secrets: readonly string[], msgId: string, timestampSec: number, body: string): string {
+  const content = `${msgId}.${timestampSec}.${body}`;
+  return secrets
+    .map((s) => {
+      const key = Buffer.from(s.startsWith(SIGNING_SECRET_PREFIX) ? s.slice(SIGNING_SECRET_PREFIX.length) : s, 'base64');
+      return `v1,${createHmac('sha256', key).update(content).digest('base64')}`;
+    })
+    .join(' ');
+}
+
+/** Signs Chime-Signature JWTs with one key. */
+export type JwtSigner = {
+  kid: string;
+  /** @param iatSec issued-at, Unix seconds */
+  sign(claims: { sub: string; jti: string; body: string; iatSec: number }): Promise<string>;
+};
+
+/** Imports a signing key once, for many tokens. */
+export async function createJwtSigner(key: SigningJwk): Promise<JwtSigner> {
+  const privateKey: CryptoKey | KeyObject | Uint8Array = await importJWK(key.privateJwk, key.alg);
+  return {
+    kid: key.kid,
+    sign: ({ sub, jti, body, iatSec }) =>
+      new SignJWT({ body: createHash('sha256').update(body).digest('base64url') })
+        .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
+        .setIssuer(JWT_ISSUER)
+        .setSubject(sub)
+        .setIssuedAt(iatSec)
+        .setExpirationTime(iatSec + JWT_TTL_SECONDS)
+        .setJti(jti)
+        .sign(privateKey),
+  };
+}

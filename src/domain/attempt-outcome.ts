@@ -1,0 +1,81 @@
+/**
+ * What one finished attempt means for its run: success, a retry (when), or the end (failed, expired), and whether
+ * the job must pause. Pure: the dispatcher feeds it the HTTP result and the clock.
+ */
+import { retryDelayMs, type RetryPolicy } from './retry.ts';
+import type { DeliveryMode } from './states.ts';
+import { isSuccessStatus, type StatusCodeSpec } from './status-codes.ts';
+import { isPastWindow } from './window.ts';
+
+/** Classes of attempt failure, as recorded in the attempt log. */
+export const ERROR_CLASS = Object.freeze({
+  timeout: 'timeout',
+  connectionRefused: 'connection_refused',
+  connection: 'connection_error',
+  dns: 'dns',
+  tls: 'tls',
+  refusedDestination: 'refused_destination',
+  badStatus: 'bad_status',
+  internal: 'internal',
+} as const);
+export type ErrorClass = (typeof ERROR_CLASS)[keyof typeof ERROR_CLASS];
+
+/** The HTTP side of an attempt: a response, or an error before one arrived. */
+export type HttpResult =
+  | { kind: 'response'; status: number; retryAfterMs: number | null; bodyExcerpt: string }
+  | { kind: 'error'; errorClass: ErrorClass; message: string; /** the request may have reached the receiver */ maybeSent: boolean };
+
+export type AttemptDecision = {
+  runStatus: 'succeeded' | 'failed' | 'retrying' | 'expired';
+  nextAttemptAtMs: number | null;
+  errorClass: ErrorClass | null;
+  error: string | null;
+  pauseReason: string | null;
+};
+
+/** HTTP 410: the receiver wants no more callbacks for this job. */
+const GONE = 410;
+
+/**
+ * Decides a run's next state after its attempt number `attempt` (1-based) ended at `nowMs` (epoch ms).
+ * @param random in [0, 1), for backoff jitter
+ */
+export function decideAfterAttempt(
+  r: {
+    attempt: number;
+    scheduledForMs: number;
+    relevancyWindowMs: number | null;
+    retry: RetryPolicy;
+    deliveryMode: DeliveryMode;
+    successStatusCodes: readonly StatusCodeSpec[];
+  },
+  result: HttpResult,
+  nowMs: number,
+  random: () => number = Math.random,
+): AttemptDecision {
+  if (result.kind === 'response' && isSuccessStatus(result.status, r.successStatusCodes)) {
+    return { runStatus: 'succeeded', nextAttemptAtMs: null, errorClass: null, error: null, pauseReason: null };
+  }
+  const errorClass = result.kind === 'response' ? ERROR_CLASS.badStatus : result.errorClass;
+  const error = result.kind === 'response' ? `unexpected status ${result.status}` : result.message;
+  const end = (runStatus: 'failed' | 'expired', why: string, pauseReason: string | null = null): AttemptDecision => ({
+    runStatus,
+    nextAttemptAtMs: null,
+    errorClass,
+    error: why,
+    pauseReason,
+  });
+  if (result.kind === 'response' && result.status === GONE) {
+    return end('failed', `${error}: the receiver asked for no more callbacks`, 'the receiver answered 410 Gone');
+  }
+  if (r.deliveryMode === 'at-most-once' && (result.kind === 'response' || result.maybeSent)) {
+    return end('failed', `${error}; not re-sent (at-most-once)`);
+  }
+  const delay = retryDelayMs(r.retry, r.attempt, result.kind === 'response' ? result.retryAfterMs : null, random);
+  if (delay === null) return end('failed', `${error} (attempt ${r.attempt} of ${r.retry.maxAttempts}; no retries left)`);
+  const next = nowMs + delay;
+  if (isPastWindow(r.scheduledForMs, r.relevancyWindowMs, next)) {
+    return end('expired', `${error}; the next retry would start after the relevancy window`);
+  }
+  return { runStatus: 'retrying', nextAttemptAtMs: next, errorClass, error, pauseReason: null };
+}

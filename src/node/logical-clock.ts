@@ -1,0 +1,32 @@
+/**
+ * The node's time (PROTOCOL.md: "`now` for scheduling is the wall clock unless a message carries
+ * `current_time`, which then sets the node's logical clock").
+ */
+import { ManualClock, systemClock, type Clock } from '../domain/clock.ts';
+
+/**
+ * A clock that follows `base` (the wall clock by default) until `set` is first called, and from then on stands
+ * at the last time set (a `ManualClock`); it moves only when set again, backwards included. Values are UTC epoch ms.
+ */
+export class LogicalClock implements Clock {
+  private manual: ManualClock | null = null;
+
+  /** @param base the clock to follow until the first `set` */
+  constructor(private readonly base: Clock = systemClock) {}
+
+  /** Current time, UTC epoch ms. */
+  now(): number {
+    return this.manual ? this.manual.now() : this.base.now();
+  }
+
+  /** Sets the logical time (UTC epoch ms); the wall clock is no longer followed. */
+  set(ms: number): void {
+    if (this.manual) this.manual.set(ms);
+    else this.manual = new ManualClock(ms);
+  }
+
+  /** True once `set` has been called. */
+  get isLogical(): boolean {
+    return this.manual !== null;
+  }
+}

@@ -1,0 +1,86 @@
+/** API keys: created, listed, revoked per tenant; authenticated by prefix lookup and constant-time hash compare. */
+import { and, desc, eq, isNull } from 'drizzle-orm';
+import type { StoreContext } from './context.ts';
+import { apiKeyPrefix, generateApiKey, sha256Hex, timingSafeEqualStrings } from './credentials.ts';
+import { newId } from '../domain/ids.ts';
+import { apiKeys } from './schema.ts';
+
+export type ApiKeyInfo = {
+  keyId: string;
+  name: string;
+  prefix: string;
+  createdAt: Date;
+  expiresAt: Date | null;
+  lastUsedAt: Date | null;
+};
+
+/** `lastUsedAt` is written at most this often per key, so authentication stays a read. */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+
+/** Creates a key; `key` in the result is the only time the secret is visible. */
+export async function createApiKey(
+  ctx: StoreContext,
+  tenantId: string,
+  input: { name: string; expiresAt: Date | null },
+): Promise<ApiKeyInfo & { key: string }> {
+  const { key, prefix, hash } = await generateApiKey();
+  const row = {
+    id: newId(),
+    tenantId,
+    name: input.name,
+    prefix,
+    keyHash: hash,
+    createdAt: new Date(ctx.clock.now()),
+    expiresAt: input.expiresAt,
+  };
+  await ctx.db.insert(apiKeys).values(row);
+  return { keyId: row.id, name: row.name, prefix, createdAt: row.createdAt, expiresAt: row.expiresAt, lastUsedAt: null, key };
+}
+
+/** The tenant's keys that are not revoked, newest first, without secrets. */
+export async function listApiKeys(ctx: StoreContext, tenantId: string): Promise<ApiKeyInfo[]> {
+  const rows = await ctx.db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.tenantId, tenantId), isNull(apiKeys.revokedAt)))
+    .orderBy(desc(apiKeys.id));
+  return rows.map((r) => ({
+    keyId: r.id,
+    name: r.name,
+    prefix: r.prefix,
+    createdAt: r.createdAt,
+    expiresAt: r.expiresAt,
+    lastUsedAt: r.lastUsedAt,
+  }));
+}
+
+/** Revokes a key at once. @returns false when the tenant has no such key */
+export async function revokeApiKey(ctx: StoreContext, tenantId: string, keyId: string): Promise<boolean> {
+  const rows = await ctx.db
+    .update(apiKeys)
+    .set({ revokedAt: new Date(ctx.clock.now()) })
+    .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
+    .returning({ id: apiKeys.id });
+  return rows.length > 0;
+}
+
+/**
+ * Finds the tenant a presented key belongs to: prefix lookup, then a constant-time comparison of SHA-256 hashes.
+ * @returns the tenant id and key id, or null for an unknown, revoked or expired key
+ */
+export async function authenticateApiKey(
+  ctx: StoreContext,
+  presented: string,
+): Promise<{ tenantId: string; keyId: string } | null> {
+  const prefix = apiKeyPrefix(presented);
+  if (!prefix) return null;
+  const hash = await sha256Hex(presented);
+  const [row] = await ctx.db.select().from(apiKeys).where(eq(apiKeys.prefix, prefix));
+  if (!row || !timingSafeEqualStrings(row.keyHash, hash) || row.revokedAt) return null;
+  const now = ctx.clock.now();
+  if (row.expiresAt && row.expiresAt.getTime() <= now) return null;
+  if (!row.lastUsedAt || now - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+    await ctx.db.update(apiKeys).set({ lastUsedAt: new Date(now) }).where(eq(apiKeys.id, row.id));
+  }
+  return { tenantId: row.tenantId, keyId: row.id };
+}

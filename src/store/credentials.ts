@@ -1,0 +1,50 @@
+/**
+ * Credential formats and hashing, runtime-portable (WebCrypto).
+ * - API key: `chk_` + 12-character lookup prefix + 43-character base64url secret (32 random bytes).
+ *   Only the SHA-256 of the whole key is stored; the prefix finds the row, the hash is compared in constant time.
+ * - Signing secret: `whsec_` + base64 of 32 random bytes (Standard Webhooks "Symmetric" secret format).
+ */
+import { toBase64Url } from './cipher.ts';
+
+export const API_KEY_PREFIX = 'chk_';
+/** Characters of the key that are stored in clear to find its row (`chk_` included). */
+export const API_KEY_LOOKUP_LENGTH = API_KEY_PREFIX.length + 12;
+export const SIGNING_SECRET_PREFIX = 'whsec_';
+
+/** A fresh API key and what is stored of it. */
+export async function generateApiKey(): Promise<{ key: string; prefix: string; hash: string }> {
+  const lookup = toBase64Url(crypto.getRandomValues(new Uint8Array(9)));
+  const secret = toBase64Url(crypto.getRandomValues(new Uint8Array(32)));
+  const key = `${API_KEY_PREFIX}${lookup}${secret}`;
+  return { key, prefix: key.slice(0, API_KEY_LOOKUP_LENGTH), hash: await sha256Hex(key) };
+}
+
+/** The lookup prefix of a presented key, or null when it is not shaped like one of ours. */
+export function apiKeyPrefix(key: string): string | null {
+  return key.startsWith(API_KEY_PREFIX) && key.length > API_KEY_LOOKUP_LENGTH && key.length <= 128
+    ? key.slice(0, API_KEY_LOOKUP_LENGTH)
+    : null;
+}
+
+/** A fresh Standard Webhooks signing secret (`whsec_<base64>`). */
+export function generateSigningSecret(): string {
+  let s = '';
+  for (const b of crypto.getRandomValues(new Uint8Array(32))) s += String.fromCharCode(b);
+  return SIGNING_SECRET_PREFIX + btoa(s);
+}
+
+/** Lowercase hex SHA-256 of a UTF-8 string. */
+export async function sha256Hex(s: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(s)));
+  let hex = '';
+  for (const b of digest) hex += b.toString(16).padStart(2, '0');
+  return hex;
+}
+
+/** Compares two strings in time that depends only on their length, not on where they differ. */
+export function timingSafeEqualStrings(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}

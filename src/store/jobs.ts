@@ -1,0 +1,122 @@
+/**
+ * Jobs, scoped by tenant. Creating a job commits the job and its first run in one transaction before the API
+ * answers `201` (DESIGN.md invariant 1), and announces the run on `RUNS_CHANNEL` so a sleeping dispatcher wakes.
+ */
+import { and, desc, eq, lt, sql, type SQL } from 'drizzle-orm';
+import type { JobSpec } from '../domain/job.ts';
+import { jitterOffsetMs, nextOccurrence } from '../domain/schedule.ts';
+import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type JobStatus } from '../domain/states.ts';
+import type { StoreContext } from './context.ts';
+import { RUNS_CHANNEL, type Db, type Executor } from './db.ts';
+import { newId } from '../domain/ids.ts';
+import { jobs, runs } from './schema.ts';
+
+export type JobRow = typeof jobs.$inferSelect;
+
+/** Scopes every job query by tenant: another tenant's id simply does not match. */
+const ownJob = (tenantId: string, jobId: string): SQL => and(eq(jobs.tenantId, tenantId), eq(jobs.id, jobId))!;
+
+/**
+ * Creates a job and its first run, in one transaction.
+ * @param spec a validated spec whose schedule is normalized and fires at least once after now
+ * @throws the driver's unique-violation error (code 23505) when `spec.key` is taken in this tenant
+ */
+export async function createJob(ctx: StoreContext, tenantId: string, spec: JobSpec): Promise<JobRow> {
+  return (ctx.db as Db).transaction((tx) => insertJob({ ...ctx, db: tx }, tenantId, spec));
+}
+
+/** `createJob` on an executor that is already inside a transaction (batch creation, upserts). */
+export async function insertJob(ctx: StoreContext, tenantId: string, spec: JobSpec, jobId = newId()): Promise<JobRow> {
+  const now = ctx.clock.now();
+  const first = nextOccurrence(spec.schedule, now - 1);
+  const row = {
+    id: jobId,
+    tenantId,
+    key: spec.key,
+    name: spec.name,
+    status: first === null ? JOB_STATUS.completed : JOB_STATUS.active,
+    schedule: spec.schedule,
+    callback: spec.callback,
+    authTokenEnc: spec.authToken ? await ctx.cipher.seal(spec.authToken) : null,
+    payload: spec.payload ?? null,
+    retry: spec.retry,
+    relevancyWindowMs: spec.relevancyWindowMs,
+    deliveryMode: spec.deliveryMode,
+    overlapPolicy: spec.overlapPolicy,
+    catchUp: spec.catchUp,
+    jitterMs: spec.jitterMs,
+    metadata: spec.metadata,
+    nextRunAt: first === null ? null : new Date(first),
+    createdAt: new Date(now),
+    updatedAt: new Date(now),
+  };
+  const [job] = await ctx.db.insert(jobs).values(row).returning();
+  if (first !== null) await insertRun(ctx.db, { tenantId, jobId, scheduledFor: first, jitterMs: spec.jitterMs, trigger: RUN_TRIGGER.schedule, now });
+  return job!;
+}
+
+/**
+ * Inserts a waiting run and notifies dispatchers (delivered at commit). A scheduled occurrence that already exists
+ * is left alone (unique `(job_id, scheduled_for)`, invariant 2).
+ * @returns the run id, or null when the occurrence existed
+ */
+export async function insertRun(
+  db: Executor,
+  r: { tenantId: string; jobId: string; scheduledFor: number; jitterMs: number; trigger: string; now: number },
+): Promise<string | null> {
+  const id = newId();
+  const dueAt = r.scheduledFor + jitterOffsetMs(r.jobId, r.jitterMs);
+  const inserted = await db
+    .insert(runs)
+    .values({
+      id,
+      tenantId: r.tenantId,
+      jobId: r.jobId,
+      scheduledFor: new Date(r.scheduledFor),
+      trigger: r.trigger,
+      status: RUN_STATUS.scheduled,
+      nextAttemptAt: new Date(dueAt),
+      createdAt: new Date(r.now),
+    })
+    .onConflictDoNothing()
+    .returning({ id: runs.id });
+  if (inserted.length === 0) return null;
+  await db.execute(sql`select pg_notify(${RUNS_CHANNEL}, ${String(dueAt)})`);
+  return id;
+}
+
+/** The tenant's job, or null (also for another tenant's id). */
+export async function getJob(ctx: StoreContext, tenantId: string, jobId: string): Promise<JobRow | null> {
+  const [row] = await ctx.db.select().from(jobs).where(ownJob(tenantId, jobId));
+  return row ?? null;
+}
+
+/**
+ * The tenant's jobs, newest first, `limit` at a time after the `cursor` (the last job id of the previous page).
+ * @returns the page and the cursor of the next one (null at the end)
+ */
+export async function listJobs(
+  ctx: StoreContext,
+  tenantId: string,
+  opts: { status?: JobStatus; limit: number; cursor?: string },
+): Promise<{ items: JobRow[]; nextCursor: string | null }> {
+  const rows = await ctx.db
+    .select()
+    .from(jobs)
+    .where(
+      and(
+        eq(jobs.tenantId, tenantId),
+        opts.status ? eq(jobs.status, opts.status) : undefined,
+        opts.cursor ? lt(jobs.id, opts.cursor) : undefined,
+      ),
+    )
+    .orderBy(desc(jobs.id))
+    .limit(opts.limit + 1);
+  return page(rows, opts.limit);
+}
+
+/** Splits `limit + 1` rows into a page and the cursor of the next (the last id shown). */
+export function page<T extends { id: string }>(rows: T[], limit: number): { items: T[]; nextCursor: string | null } {
+  const items = rows.slice(0, limit);
+  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+}

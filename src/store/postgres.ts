@@ -1,0 +1,41 @@
+/**
+ * PostgreSQL through postgres.js (production, and Cloudflare Workers through Hyperdrive).
+ */
+import postgres from 'postgres';
+import { drizzle } from 'drizzle-orm/postgres-js';
+import * as schema from './schema.ts';
+import type { Database, Db } from './db.ts';
+
+/** Pool size of one process unless configured. */
+export const DEFAULT_POOL_SIZE = 10;
+
+export type PostgresOptions = {
+  /** Connections in the pool (default DEFAULT_POOL_SIZE). */
+  max?: number;
+  /** Called when the connection pool reports a notice or error worth logging. */
+  onNotice?: (message: string) => void;
+};
+
+/**
+ * Opens a postgres.js pool on `url` (`postgres://user:pass@host:port/db`). Connections are made lazily,
+ * so this never throws for an unreachable server; the first query does.
+ */
+export function openPostgres(url: string, opts: PostgresOptions = {}): Database & { sql: postgres.Sql } {
+  const client = postgres(url, {
+    max: opts.max ?? DEFAULT_POOL_SIZE,
+    onnotice: (n) => opts.onNotice?.(String(n.message)),
+    // Times travel as timestamptz; parse them to Date (postgres.js default) and keep bigint as string.
+    connection: { application_name: 'chime' },
+  });
+  const db = drizzle(client, { schema }) as unknown as Db;
+  return {
+    db,
+    sql: client,
+    kind: 'postgres',
+    async listen(channel, onPayload) {
+      const sub = await client.listen(channel, onPayload);
+      return () => sub.unlisten();
+    },
+    close: () => client.end({ timeout: 5 }),
+  };
+}

@@ -1,0 +1,187 @@
+/**
+ * Claims due runs for one dispatcher: the hot path's first half. One transaction:
+ * 1. `UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED)` takes up to `limit` waiting runs whose time has come, sets
+ *    the lease (callback timeout + margin) and counts the attempt, returning each run with its job;
+ * 2. decides each run's fate (`decideClaim`): deliver, or end it `expired`/`skipped` without a request;
+ * 3. creates each advancing job's next occurrence and updates the job (DESIGN.md invariant 2: the next occurrence
+ *    is created in the same transaction that claims the current one).
+ * Any number of dispatchers may call this concurrently: SKIP LOCKED partitions the rows without a leader.
+ */
+import { sql } from 'drizzle-orm';
+import { decideClaim } from '../../domain/claim-plan.ts';
+import type { CallbackSpec } from '../../domain/job.ts';
+import type { RetryPolicy } from '../../domain/retry.ts';
+import type { Schedule } from '../../domain/schedule.ts';
+import { jitterOffsetMs } from '../../domain/schedule.ts';
+import { JOB_STATUS, RUN_STATUS, type CatchUpPolicy, type DeliveryMode, type OverlapPolicy, type RunTrigger } from '../../domain/states.ts';
+import { query, RUNS_CHANNEL, type Db } from '../db.ts';
+import { newId } from '../../domain/ids.ts';
+import { runs } from '../schema.ts';
+
+/** A run this dispatcher now holds, with what it needs to deliver it. Times are epoch ms. */
+export type ClaimedRun = {
+  runId: string;
+  jobId: string;
+  tenantId: string;
+  scheduledForMs: number;
+  trigger: RunTrigger;
+  attempt: number;
+  leaseExpiresAtMs: number;
+  callback: CallbackSpec;
+  authTokenEnc: string | null;
+  payload: unknown;
+  retry: RetryPolicy;
+  relevancyWindowMs: number | null;
+  deliveryMode: DeliveryMode;
+};
+
+type Row = {
+  id: string;
+  job_id: string;
+  tenant_id: string;
+  scheduled_for: Date | string;
+  trigger: RunTrigger;
+  attempts: number;
+  lease_expires_at: Date | string;
+  job_status: string;
+  schedule: Schedule;
+  callback: CallbackSpec;
+  auth_token_enc: string | null;
+  payload: unknown;
+  retry: RetryPolicy;
+  relevancy_window_ms: number | null;
+  delivery_mode: DeliveryMode;
+  overlap_policy: OverlapPolicy;
+  catch_up: CatchUpPolicy;
+  jitter_ms: number;
+};
+
+export type ClaimOptions = {
+  /** This dispatcher's lease owner id. */
+  owner: string;
+  limit: number;
+  nowMs: number;
+  /** Added to the callback's timeout to make the lease, in ms. */
+  leaseMarginMs: number;
+};
+
+const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
+const isoOrNull = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString());
+
+/** Claims up to `limit` due runs; returns those to deliver (the others were ended in the same transaction). */
+export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> {
+  return db.transaction(async (tx) => {
+    const now = new Date(o.nowMs).toISOString();
+    const rows = await query<Row>(
+      tx,
+      sql`update runs r
+          set status = 'running', lease_owner = ${o.owner},
+              lease_expires_at = ${now}::timestamptz
+                + (coalesce((j.callback->>'timeoutMs')::int, 10000) + ${o.leaseMarginMs}::int) * interval '1 millisecond',
+              attempts = r.attempts + 1, started_at = coalesce(r.started_at, ${now}::timestamptz), next_attempt_at = null
+          from (select id from runs
+                where status in ('scheduled', 'retrying') and next_attempt_at <= ${now}::timestamptz
+                order by next_attempt_at limit ${o.limit} for update skip locked) due, jobs j
+          where r.id = due.id and j.id = r.job_id
+          returning r.id, r.job_id, r.tenant_id, r.scheduled_for, r.trigger, r.attempts, r.lease_expires_at,
+                    j.status as job_status, j.schedule, j.callback, j.auth_token_enc, j.payload, j.retry,
+                    j.relevancy_window_ms, j.delivery_mode, j.overlap_policy, j.catch_up, j.jitter_ms`,
+    );
+    if (rows.length === 0) return [];
+
+    const busy = await busyJobs(tx, rows);
+    const ended: { id: string; status: string; error: string | null }[] = [];
+    const jobUpdates: { id: string; next_run_at: string | null; last_run_at: string; completed: boolean }[] = [];
+    const nextRuns: (typeof runs.$inferInsert)[] = [];
+    const deliver: ClaimedRun[] = [];
+    for (const r of rows) {
+      const scheduledForMs = ms(r.scheduled_for);
+      const d = decideClaim(
+        {
+          trigger: r.trigger,
+          attempt: r.attempts,
+          scheduledForMs,
+          schedule: r.schedule,
+          jobActive: r.job_status === JOB_STATUS.active,
+          catchUp: r.catch_up,
+          overlapPolicy: r.overlap_policy,
+          relevancyWindowMs: r.relevancy_window_ms,
+          overlapBusy: busy.has(r.job_id),
+        },
+        o.nowMs,
+      );
+      if (d.advances) {
+        jobUpdates.push({ id: r.job_id, next_run_at: isoOrNull(d.nextMs), last_run_at: new Date(scheduledForMs).toISOString(), completed: d.nextMs === null });
+        if (d.nextMs !== null) {
+          nextRuns.push({
+            id: newId(),
+            tenantId: r.tenant_id,
+            jobId: r.job_id,
+            scheduledFor: new Date(d.nextMs),
+            trigger: 'schedule',
+            status: RUN_STATUS.scheduled,
+            nextAttemptAt: new Date(d.nextMs + jitterOffsetMs(r.job_id, r.jitter_ms)),
+            createdAt: new Date(o.nowMs),
+          });
+        }
+      }
+      if (d.outcome !== RUN_STATUS.running) {
+        ended.push({ id: r.id, status: d.outcome, error: d.reason });
+        continue;
+      }
+      deliver.push({
+        runId: r.id,
+        jobId: r.job_id,
+        tenantId: r.tenant_id,
+        scheduledForMs,
+        trigger: r.trigger,
+        attempt: r.attempts,
+        leaseExpiresAtMs: ms(r.lease_expires_at),
+        callback: r.callback,
+        authTokenEnc: r.auth_token_enc,
+        payload: r.payload,
+        retry: r.retry,
+        relevancyWindowMs: r.relevancy_window_ms,
+        deliveryMode: r.delivery_mode,
+      });
+    }
+
+    if (ended.length > 0) {
+      await tx.execute(sql`update runs r
+        set status = v.status, error = v.error, finished_at = ${now}::timestamptz, lease_owner = null, lease_expires_at = null,
+            attempts = r.attempts - 1
+        from jsonb_to_recordset(${JSON.stringify(ended)}::jsonb) as v(id uuid, status text, error text)
+        where r.id = v.id`);
+    }
+    if (nextRuns.length > 0) {
+      await tx.insert(runs).values(nextRuns).onConflictDoNothing();
+      const soonest = Math.min(...nextRuns.map((n) => n.nextAttemptAt!.getTime()));
+      await tx.execute(sql`select pg_notify(${RUNS_CHANNEL}, ${String(soonest)})`);
+    }
+    if (jobUpdates.length > 0) {
+      await tx.execute(sql`update jobs j
+        set next_run_at = v.next_run_at, last_run_at = v.last_run_at,
+            status = case when v.completed and j.status = 'active' then 'completed' else j.status end
+        from jsonb_to_recordset(${JSON.stringify(jobUpdates)}::jsonb)
+             as v(id uuid, next_run_at timestamptz, last_run_at timestamptz, completed boolean)
+        where j.id = v.id`);
+    }
+    return deliver;
+  });
+}
+
+/** Jobs with `overlapPolicy: skip` among `rows` that have another run running or retrying. */
+async function busyJobs(tx: Parameters<Parameters<Db['transaction']>[0]>[0], rows: Row[]): Promise<Set<string>> {
+  const candidates = rows.filter((r) => r.overlap_policy === 'skip' && r.trigger === 'schedule' && r.attempts === 1);
+  if (candidates.length === 0) return new Set();
+  const jobIds = JSON.stringify([...new Set(candidates.map((r) => r.job_id))]);
+  const claimed = JSON.stringify(rows.map((r) => r.id));
+  const busy = await query<{ job_id: string }>(
+    tx,
+    sql`select distinct job_id from runs
+        where job_id in (select value::uuid from jsonb_array_elements_text(${jobIds}::jsonb))
+          and status in ('running', 'retrying')
+          and id not in (select value::uuid from jsonb_array_elements_text(${claimed}::jsonb))`,
+  );
+  return new Set(busy.map((b) => b.job_id));
+}

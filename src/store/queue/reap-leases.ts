@@ -1,0 +1,66 @@
+/**
+ * The reaper: returns runs whose lease expired (their dispatcher died or stalled mid-delivery) to the queue.
+ * At-least-once runs go back to `retrying`, due now, unless their attempts are spent; at-most-once runs end
+ * `failed` because the request may have left (DESIGN.md invariant 4: an ambiguous outcome is never re-sent).
+ */
+import { sql } from 'drizzle-orm';
+import { query, type Db } from '../db.ts';
+
+/** How often a dispatcher looks for expired leases, in ms. */
+export const REAP_INTERVAL_DEFAULT_MS = 5_000;
+/** Most runs one reaper pass returns. */
+export const REAP_BATCH_DEFAULT = 1_000;
+
+/** Reaps up to `limit` expired leases at `nowMs`. @returns how many runs were returned or failed */
+export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATCH_DEFAULT): Promise<number> {
+  const now = new Date(nowMs).toISOString();
+  const rows = await query<{ id: string }>(
+    db,
+    sql`update runs r
+        set status = case when j.delivery_mode = 'at-most-once' or r.attempts >= (j.retry->>'maxAttempts')::int
+                          then 'failed' else 'retrying' end,
+            next_attempt_at = case when j.delivery_mode = 'at-most-once' or r.attempts >= (j.retry->>'maxAttempts')::int
+                                   then null else ${now}::timestamptz end,
+            finished_at = case when j.delivery_mode = 'at-most-once' or r.attempts >= (j.retry->>'maxAttempts')::int
+                               then ${now}::timestamptz end,
+            error = case when j.delivery_mode = 'at-most-once'
+                         then 'ambiguous outcome: the dispatcher lost its lease mid-delivery; not re-sent (at-most-once)'
+                         else 'the dispatcher lost its lease mid-delivery' end,
+            lease_owner = null, lease_expires_at = null
+        from (select id from runs where status = 'running' and lease_expires_at < ${now}::timestamptz
+              limit ${limit} for update skip locked) expired, jobs j
+        where r.id = expired.id and j.id = r.job_id
+        returning r.id`,
+  );
+  return rows.length;
+}
+
+/**
+ * Gives back runs this dispatcher still holds (graceful shutdown past its bound): at-least-once runs become due
+ * now; at-most-once runs end `failed` as the reaper would end them.
+ */
+export async function releaseLeases(db: Db, owner: string, runIds: string[], nowMs: number): Promise<void> {
+  if (runIds.length === 0) return;
+  const now = new Date(nowMs).toISOString();
+  await db.execute(sql`update runs r
+    set status = case when j.delivery_mode = 'at-most-once' then 'failed' else 'retrying' end,
+        next_attempt_at = case when j.delivery_mode = 'at-most-once' then null else ${now}::timestamptz end,
+        finished_at = case when j.delivery_mode = 'at-most-once' then ${now}::timestamptz end,
+        error = case when j.delivery_mode = 'at-most-once'
+                     then 'ambiguous outcome: shutdown interrupted the request; not re-sent (at-most-once)'
+                     else 'released at shutdown' end,
+        lease_owner = null, lease_expires_at = null
+    from jobs j
+    where r.id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(runIds)}::jsonb))
+      and r.lease_owner = ${owner} and r.status = 'running' and j.id = r.job_id`);
+}
+
+/** The earliest `next_attempt_at` of any waiting run (epoch ms), or null when nothing waits. */
+export async function nextDueAt(db: Db): Promise<number | null> {
+  const [row] = await query<{ due: Date | string | null }>(
+    db,
+    sql`select min(next_attempt_at) as due from runs where status in ('scheduled', 'retrying')`,
+  );
+  const due = row?.due ?? null;
+  return due === null ? null : due instanceof Date ? due.getTime() : Date.parse(due);
+}

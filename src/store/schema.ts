@@ -1,0 +1,164 @@
+/**
+ * The database schema (drizzle-orm, PostgreSQL ≥ 14; the same on postgres.js and PGlite).
+ * Migrations under `drizzle/` are generated from this file by `npm run db:generate` and committed.
+ *
+ * Hot path: runs waiting to fire (`scheduled`, `retrying`) sit in the partial index `runs_due_idx` on
+ * `next_attempt_at`, so claiming costs the same whatever the number of jobs or of finished runs (DESIGN.md).
+ */
+import { sql } from 'drizzle-orm';
+import {
+  bigserial,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  smallint,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
+
+const tz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date', precision: 3 });
+
+export const tenants = pgTable('tenants', {
+  id: uuid('id').primaryKey(),
+  name: text('name').notNull(),
+  createdAt: tz('created_at').notNull().defaultNow(),
+});
+
+/** API keys: only the SHA-256 of the key is stored; `prefix` (shown to users) finds the row. */
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: uuid('id').primaryKey(),
+    tenantId: uuid('tenant_id').notNull().references(() => tenants.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    prefix: text('prefix').notNull(),
+    /** Hex SHA-256 of the whole key. */
+    keyHash: text('key_hash').notNull(),
+    createdAt: tz('created_at').notNull().defaultNow(),
+    expiresAt: tz('expires_at'),
+    lastUsedAt: tz('last_used_at'),
+    revokedAt: tz('revoked_at'),
+  },
+  (t) => [uniqueIndex('api_keys_prefix_idx').on(t.prefix), index('api_keys_tenant_idx').on(t.tenantId)],
+);
+
+/** Standard Webhooks signing secrets (`whsec_…`), encrypted at rest. A rotated-out secret keeps signing until `expiresAt`. */
+export const signingSecrets = pgTable(
+  'signing_secrets',
+  {
+    id: uuid('id').primaryKey(),
+    tenantId: uuid('tenant_id').notNull().references(() => tenants.id, { onDelete: 'cascade' }),
+    secretEnc: text('secret_enc').notNull(),
+    createdAt: tz('created_at').notNull().defaultNow(),
+    expiresAt: tz('expires_at'),
+  },
+  (t) => [index('signing_secrets_tenant_idx').on(t.tenantId)],
+);
+
+/** The service's own JWT signing keys (Chime-Signature); public halves are served at /.well-known/jwks.json. */
+export const jwtKeys = pgTable('jwt_keys', {
+  kid: text('kid').primaryKey(),
+  alg: text('alg').notNull(),
+  publicJwk: jsonb('public_jwk').notNull(),
+  privateJwkEnc: text('private_jwk_enc').notNull(),
+  createdAt: tz('created_at').notNull().defaultNow(),
+  /** Set when rotated out: the key stops signing, and leaves the JWKS once its tokens have expired. */
+  retiredAt: tz('retired_at'),
+});
+
+export const jobs = pgTable(
+  'jobs',
+  {
+    id: uuid('id').primaryKey(),
+    tenantId: uuid('tenant_id').notNull().references(() => tenants.id, { onDelete: 'cascade' }),
+    key: text('key'),
+    name: text('name'),
+    status: text('status').notNull(),
+    pausedReason: text('paused_reason'),
+    schedule: jsonb('schedule').notNull(),
+    /** The callback without its auth token: { url, method, headers, successStatusCodes, timeoutMs }. */
+    callback: jsonb('callback').notNull(),
+    authTokenEnc: text('auth_token_enc'),
+    payload: jsonb('payload'),
+    retry: jsonb('retry').notNull(),
+    relevancyWindowMs: integer('relevancy_window_ms'),
+    deliveryMode: text('delivery_mode').notNull(),
+    overlapPolicy: text('overlap_policy').notNull(),
+    catchUp: text('catch_up').notNull(),
+    jitterMs: integer('jitter_ms').notNull().default(0),
+    metadata: jsonb('metadata').notNull().default(sql`'{}'::jsonb`),
+    nextRunAt: tz('next_run_at'),
+    lastRunAt: tz('last_run_at'),
+    createdAt: tz('created_at').notNull(),
+    updatedAt: tz('updated_at').notNull(),
+  },
+  (t) => [
+    index('jobs_tenant_idx').on(t.tenantId, t.id),
+    uniqueIndex('jobs_tenant_key_idx').on(t.tenantId, t.key).where(sql`${t.key} is not null`),
+  ],
+);
+
+export const runs = pgTable(
+  'runs',
+  {
+    id: uuid('id').primaryKey(),
+    tenantId: uuid('tenant_id').notNull(),
+    jobId: uuid('job_id').notNull().references(() => jobs.id, { onDelete: 'cascade' }),
+    scheduledFor: tz('scheduled_for').notNull(),
+    trigger: text('trigger').notNull(),
+    status: text('status').notNull(),
+    attempts: smallint('attempts').notNull().default(0),
+    nextAttemptAt: tz('next_attempt_at'),
+    leaseOwner: text('lease_owner'),
+    leaseExpiresAt: tz('lease_expires_at'),
+    startedAt: tz('started_at'),
+    finishedAt: tz('finished_at'),
+    responseStatus: smallint('response_status'),
+    error: text('error'),
+    createdAt: tz('created_at').notNull(),
+  },
+  (t) => [
+    // Invariant 2: one run per scheduled occurrence of a job.
+    uniqueIndex('runs_occurrence_idx').on(t.jobId, t.scheduledFor).where(sql`${t.trigger} = 'schedule'`),
+    index('runs_due_idx').on(t.nextAttemptAt).where(sql`${t.status} in ('scheduled', 'retrying')`),
+    index('runs_lease_idx').on(t.leaseExpiresAt).where(sql`${t.status} = 'running'`),
+    index('runs_job_idx').on(t.jobId, t.id),
+    index('runs_tenant_failed_idx').on(t.tenantId, t.id).where(sql`${t.status} = 'failed'`),
+  ],
+);
+
+export const attempts = pgTable(
+  'attempts',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    runId: uuid('run_id').notNull().references(() => runs.id, { onDelete: 'cascade' }),
+    attempt: smallint('attempt').notNull(),
+    startedAt: tz('started_at').notNull(),
+    finishedAt: tz('finished_at'),
+    durationMs: integer('duration_ms'),
+    responseStatus: smallint('response_status'),
+    responseBodyExcerpt: text('response_body_excerpt'),
+    errorClass: text('error_class'),
+    error: text('error'),
+    /** At-most-once: true once the request may have left (written before sending). */
+    sent: boolean('sent').notNull().default(true),
+  },
+  (t) => [uniqueIndex('attempts_run_attempt_idx').on(t.runId, t.attempt)],
+);
+
+/** `Idempotency-Key` of `POST /v1/jobs`: kept 24 h. */
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    tenantId: uuid('tenant_id').notNull().references(() => tenants.id, { onDelete: 'cascade' }),
+    key: text('key').notNull(),
+    requestHash: text('request_hash').notNull(),
+    jobId: uuid('job_id'),
+    createdAt: tz('created_at').notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('idempotency_keys_pk').on(t.tenantId, t.key)],
+);

@@ -1,0 +1,270 @@
+import ipaddr from 'ipaddr.js';
+import { describe, expect, it } from 'vitest';
+import { checkCallbackUrl, classifyAddress, isLocalHostName, isPublicAddress } from '../../src/domain/destination.ts';
+
+/** [address, expected isPublicAddress, expected classifyAddress().range] */
+const ADDRESSES: Array<[string, boolean, string]> = [
+  // IPv4 loopback 127/8
+  ['127.0.0.1', false, 'loopback'],
+  ['127.255.255.254', false, 'loopback'],
+  // RFC 1918
+  ['10.0.0.1', false, 'private'],
+  ['10.255.255.255', false, 'private'],
+  ['172.16.0.1', false, 'private'],
+  ['172.31.255.254', false, 'private'],
+  ['172.15.255.255', true, 'unicast'], // just below 172.16/12
+  ['172.32.0.1', true, 'unicast'], // just above 172.16/12
+  ['192.168.0.1', false, 'private'],
+  ['192.168.255.255', false, 'private'],
+  // RFC 6598 CGNAT 100.64/10
+  ['100.64.0.1', false, 'carrierGradeNat'],
+  ['100.127.255.254', false, 'carrierGradeNat'],
+  ['100.128.0.1', true, 'unicast'],
+  // link-local 169.254/16, cloud metadata
+  ['169.254.0.1', false, 'linkLocal'],
+  ['169.254.169.254', false, 'linkLocal'],
+  ['169.254.170.2', false, 'linkLocal'],
+  ['100.100.100.200', false, 'carrierGradeNat'], // Alibaba metadata
+  ['192.0.0.192', false, 'reserved'], // Oracle metadata
+  // unspecified / broadcast / multicast / reserved
+  ['0.0.0.0', false, 'unspecified'],
+  ['0.1.2.3', false, 'unspecified'],
+  ['255.255.255.255', false, 'broadcast'],
+  ['224.0.0.1', false, 'multicast'],
+  ['239.255.255.250', false, 'multicast'],
+  ['240.0.0.1', false, 'reserved'],
+  ['198.18.0.1', false, 'reserved'], // RFC 2544 benchmarking
+  ['198.19.255.254', false, 'reserved'],
+  ['192.0.2.1', false, 'reserved'], // TEST-NET-1
+  ['198.51.100.1', false, 'reserved'], // TEST-NET-2
+  ['203.0.113.1', false, 'reserved'], // TEST-NET-3
+  ['192.0.0.8', false, 'reserved'], // IETF protocol assignments
+  ['192.88.99.1', false, 'reserved'], // 6to4 relay anycast
+  // public IPv4
+  ['8.8.8.8', true, 'unicast'],
+  ['1.1.1.1', true, 'unicast'],
+  ['93.184.215.14', true, 'unicast'],
+  // odd IPv4 spellings that ipaddr.js (like inet_aton) accepts
+  ['2130706433', false, 'loopback'],
+  ['0x7f.1', false, 'loopback'],
+  ['127.1', false, 'loopback'],
+  // IPv6
+  ['::1', false, 'loopback'],
+  ['::', false, 'unspecified'],
+  ['fe80::1', false, 'linkLocal'],
+  ['febf:ffff::1', false, 'linkLocal'],
+  ['fe80::1%eth0', false, 'scoped'],
+  ['fc00::1', false, 'uniqueLocal'],
+  ['fd12:3456:789a::1', false, 'uniqueLocal'],
+  ['fd00:ec2::254', false, 'uniqueLocal'], // AWS IMDS IPv6
+  ['fec0::1', false, 'deprecatedSiteLocal'],
+  ['ff00::1', false, 'multicast'],
+  ['ff02::1', false, 'multicast'],
+  // IPv4-mapped: judged as the IPv4 address
+  ['::ffff:10.0.0.1', false, 'private'],
+  ['::ffff:127.0.0.1', false, 'loopback'],
+  ['::ffff:7f00:1', false, 'loopback'],
+  ['0:0:0:0:0:ffff:169.254.169.254', false, 'linkLocal'],
+  ['::ffff:8.8.8.8', true, 'unicast'],
+  // IPv4-compatible (deprecated) and other non-global IPv6 that ipaddr.js calls unicast
+  ['::127.0.0.1', false, 'ipv4Compatible'],
+  ['::8.8.8.8', false, 'ipv4Compatible'],
+  ['::7f00:1', false, 'notGlobalUnicast'],
+  ['1::1', false, 'notGlobalUnicast'],
+  ['4000::1', false, 'notGlobalUnicast'],
+  // translation / tunnelling prefixes that can reach IPv4 space
+  ['64:ff9b::7f00:1', false, 'rfc6052'], // NAT64 → 127.0.0.1
+  ['64:ff9b::808:808', false, 'rfc6052'], // NAT64 even to a public IPv4
+  ['64:ff9b:1::1', false, 'rfc6052'],
+  ['::ffff:0:7f00:1', false, 'rfc6145'],
+  ['2002:7f00:1::', false, '6to4'],
+  ['2001::1', false, 'teredo'],
+  ['100::1', false, 'discard'],
+  ['2001:db8::', false, 'reserved'], // documentation
+  ['2001:db8::1', false, 'reserved'],
+  ['3fff::1', false, 'reserved'], // RFC 9637 documentation
+  ['2001:2::1', false, 'benchmarking'],
+  // public IPv6
+  ['2606:4700::1111', true, 'unicast'],
+  ['2001:4860:4860::8888', true, 'unicast'],
+  ['2a00:1450:4001::1', true, 'unicast'],
+  ['2606:4700::1111%eth0', false, 'scoped'],
+  // not addresses
+  ['', false, 'invalid'],
+  ['localhost', false, 'invalid'],
+  ['[::1]', false, 'invalid'],
+  [' 8.8.8.8', false, 'invalid'],
+  ['1.2.3.4.5', false, 'invalid'],
+  ['256.0.0.1', false, 'invalid'],
+];
+
+describe('isPublicAddress / classifyAddress', () => {
+  it('has a large table', () => {
+    expect(ADDRESSES.length).toBeGreaterThanOrEqual(40);
+  });
+
+  it.each(ADDRESSES)('%s → public %s (%s)', (ip, expected, range) => {
+    expect(isPublicAddress(ip)).toBe(expected);
+    expect(classifyAddress(ip).range).toBe(range);
+    expect(classifyAddress(ip).public).toBe(expected);
+  });
+
+  it('refuses cloud metadata addresses, and each is outside ipaddr.js unicast anyway', () => {
+    for (const ip of ['169.254.169.254', '169.254.170.2', 'fd00:ec2::254', '100.100.100.200', '192.0.0.192']) {
+      expect(isPublicAddress(ip)).toBe(false);
+      expect(ipaddr.process(ip).range()).not.toBe('unicast');
+    }
+  });
+
+  it('unwraps IPv4-mapped IPv6 addresses', () => {
+    expect(classifyAddress('::ffff:127.0.0.1').address).toBe('127.0.0.1');
+    expect(classifyAddress('::ffff:808:808')).toEqual({ public: true, address: '8.8.8.8', range: 'unicast' });
+  });
+});
+
+describe('isLocalHostName', () => {
+  it.each([
+    ['localhost', true],
+    ['LOCALHOST', true],
+    ['localhost.', true],
+    ['foo.localhost', true],
+    ['printer.local', true],
+    ['metadata.google.internal', true],
+    ['internal', true],
+    ['example.com', false],
+    ['localhost.example.com', false],
+    ['internal.example.com', false],
+    ['notlocal', false],
+  ])('%s → %s', (name, expected) => {
+    expect(isLocalHostName(name)).toBe(expected);
+  });
+});
+
+describe('checkCallbackUrl', () => {
+  const refusedAddress: Array<[string, string]> = [
+    // WHATWG URL normalizes odd IPv4 spellings to 127.0.0.1 (the reason shows the normalized address)
+    ['http://2130706433/', '127.0.0.1'],
+    ['http://0x7f.1/', '127.0.0.1'],
+    ['http://0x7f.0.0.1/', '127.0.0.1'],
+    ['http://017700000001/', '127.0.0.1'],
+    ['http://0177.0.0.1/', '127.0.0.1'],
+    ['http://127.1/', '127.0.0.1'],
+    ['http://127.0.0.1./', '127.0.0.1'],
+    ['http://%31%32%37.0.0.1/', '127.0.0.1'],
+    ['http://\uFF11\uFF12\uFF17.0.0.1/', '127.0.0.1'], // full-width digits
+    ['http://127.0.0.1:8080/hook', '127.0.0.1'],
+    ['https://10.1.2.3/', '10.1.2.3'],
+    ['http://0/', '0.0.0.0'],
+    ['http://169.254.169.254/latest/meta-data/', '169.254.169.254'],
+    ['http://100.100.100.200/', '100.100.100.200'],
+    // IPv6 literals in brackets
+    ['http://[::ffff:127.0.0.1]/', '::ffff:7f00:1'],
+    ['http://[::ffff:7f00:1]/', '::ffff:7f00:1'],
+    ['http://[0:0:0:0:0:ffff:7f00:1]/', '::ffff:7f00:1'],
+    ['http://[::1]/', '::1'],
+    ['http://[::]/', '::'],
+    ['http://[fe80::1]/', 'fe80::1'],
+    ['http://[fd00:ec2::254]/', 'fd00:ec2::254'],
+    ['http://[::127.0.0.1]/', '::7f00:1'],
+    ['http://[64:ff9b::7f00:1]/', '64:ff9b::7f00:1'],
+    ['http://[2002:7f00:1::]/', '2002:7f00:1::'],
+  ];
+
+  it.each(refusedAddress)('%s is refused naming %s', (url, address) => {
+    const r = checkCallbackUrl(url);
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.reason).toContain(address);
+      expect(r.reason).toMatch(/not public/);
+    }
+  });
+
+  it('WHATWG URL itself normalizes the odd spellings (what the check relies on)', () => {
+    for (const u of ['http://2130706433/', 'http://0x7f.1/', 'http://017700000001/', 'http://0177.0.0.1/', 'http://127.1/']) {
+      expect(new URL(u).hostname).toBe('127.0.0.1');
+    }
+    expect(new URL('http://[::ffff:127.0.0.1]/').hostname).toBe('[::ffff:7f00:1]');
+  });
+
+  it('names the mapped IPv4 address too', () => {
+    const r = checkCallbackUrl('http://[::ffff:127.0.0.1]/');
+    expect(r).toEqual({ ok: false, reason: 'destination address ::ffff:7f00:1 (127.0.0.1) is not public (loopback)' });
+  });
+
+  it.each([
+    ['ftp://example.com/', /scheme ftp:/],
+    ['file:///etc/passwd', /scheme file:/],
+    ['javascript:alert(1)', /scheme javascript:/],
+    ['data:text/plain,hi', /scheme data:/],
+    ['gopher://example.com/', /scheme gopher:/],
+    ['ws://example.com/', /scheme ws:/],
+    ['http://user:pass@example.com/', /credentials/],
+    ['http://user@example.com/', /credentials/],
+    ['https://:secret@example.com/', /credentials/],
+    ['http://localhost/', /local name/],
+    ['http://localhost:3000/', /local name/],
+    ['http://LocalHost./', /local name/],
+    ['http://foo.localhost/', /local name/],
+    ['http://printer.local/', /local name/],
+    ['http://metadata.google.internal/computeMetadata/v1/', /local name/],
+    ['http://\uFF4C\uFF4F\uFF43\uFF41\uFF4C\uFF48\uFF4F\uFF53\uFF54/', /local name/], // full-width "localhost"
+    ['not a url', /not a valid absolute URL/],
+    ['/relative/path', /not a valid absolute URL/],
+    ['http://1.2.3.4.5/', /not a valid absolute URL/],
+    ['http://[fe80::1%25eth0]/', /not a valid absolute URL/],
+  ])('%s is refused', (url, reason) => {
+    const r = checkCallbackUrl(url);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.reason).toMatch(reason);
+  });
+
+  it.each([
+    ['https://example.com/hook', false],
+    ['http://hooks.example.org:8080/a?b=c', false],
+    ['https://127.0.0.1.nip.io/', false], // a name: must be resolved later (guard.ts)
+    ['https://localhost.example.com/', false],
+    ['http://8.8.8.8/', true],
+    ['https://1.1.1.1:8443/x', true],
+    ['http://[2606:4700::1111]/', true],
+    ['http://[::ffff:8.8.8.8]/', true],
+  ])('%s is accepted (hostIsIp %s)', (url, hostIsIp) => {
+    const r = checkCallbackUrl(url);
+    expect(r).toMatchObject({ ok: true, hostIsIp });
+    if (r.ok) expect(r.url).toBeInstanceOf(URL);
+  });
+
+  it('returns the normalized URL', () => {
+    const r = checkCallbackUrl('HTTPS://Example.COM:443/a/../b');
+    expect(r.ok && r.url.href).toBe('https://example.com/b');
+  });
+
+  describe('allowPrivate', () => {
+    const allow = { allowPrivate: true };
+    it.each([
+      ['http://127.0.0.1:8080/', true],
+      ['http://2130706433/', true],
+      ['http://[::1]/', true],
+      ['http://10.0.0.1/', true],
+      ['http://localhost:3000/', false],
+      ['http://foo.localhost/', false],
+    ])('accepts %s (hostIsIp %s)', (url, hostIsIp) => {
+      expect(checkCallbackUrl(url, allow)).toMatchObject({ ok: true, hostIsIp });
+    });
+
+    it.each([
+      ['ftp://127.0.0.1/', /scheme/],
+      ['file:///etc/passwd', /scheme/],
+      ['javascript:alert(1)', /scheme/],
+      ['http://u:p@localhost/', /credentials/],
+    ])('still refuses %s', (url, reason) => {
+      const r = checkCallbackUrl(url, allow);
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.reason).toMatch(reason);
+    });
+  });
+
+  it('defaults to allowPrivate false', () => {
+    expect(checkCallbackUrl('http://127.0.0.1/').ok).toBe(false);
+    expect(checkCallbackUrl('http://127.0.0.1/', { allowPrivate: false }).ok).toBe(false);
+  });
+});
