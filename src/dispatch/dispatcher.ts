@@ -183,7 +183,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       nextAttemptAtMs: d.nextAttemptAtMs,
       pauseReason: d.pauseReason,
     });
-    if (d.nextAttemptAtMs !== null) wakeup.wakeBy(d.nextAttemptAtMs);
     flush();
   }
 
@@ -196,6 +195,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         const batch = pending.splice(0, FINISH_BATCH);
         try {
           const held = await finishRuns(db, o.owner, batch);
+          // A retry is claimable only now that its outcome is written: wake the loop if it is due before its sleep ends.
+          for (const b of batch) if (b.nextAttemptAtMs !== null) wakeup.wakeBy(b.nextAttemptAtMs);
           if (held.size < batch.length) {
             logger.warn({ lost: batch.length - held.size }, 'outcomes not recorded: their leases had expired and were reclaimed');
           }

@@ -18,17 +18,25 @@ const ownJob = (tenantId: string, jobId: string): SQL => and(eq(jobs.tenantId, t
 
 /**
  * Creates a job and its first run, in one transaction.
- * @param spec a validated spec whose schedule is normalized and fires at least once after now
+ * @param spec a validated spec whose schedule is normalized and fires at least once after `registeredAtMs`
+ * @param registeredAtMs the time (epoch ms) the spec was validated and normalized against: the first occurrence is
+ *   the first at or after it, so a `delay: 0` or a `once` a few ms ahead is not lost to the time validation took
  * @throws the driver's unique-violation error (code 23505) when `spec.key` is taken in this tenant
  */
-export async function createJob(ctx: StoreContext, tenantId: string, spec: JobSpec): Promise<JobRow> {
-  return (ctx.db as Db).transaction((tx) => insertJob({ ...ctx, db: tx }, tenantId, spec));
+export async function createJob(ctx: StoreContext, tenantId: string, spec: JobSpec, registeredAtMs: number): Promise<JobRow> {
+  return (ctx.db as Db).transaction((tx) => insertJob({ ...ctx, db: tx }, tenantId, spec, registeredAtMs));
 }
 
 /** `createJob` on an executor that is already inside a transaction (batch creation, upserts). */
-export async function insertJob(ctx: StoreContext, tenantId: string, spec: JobSpec, jobId = newId()): Promise<JobRow> {
+export async function insertJob(
+  ctx: StoreContext,
+  tenantId: string,
+  spec: JobSpec,
+  registeredAtMs: number,
+  jobId = newId(),
+): Promise<JobRow> {
   const now = ctx.clock.now();
-  const first = nextOccurrence(spec.schedule, now - 1);
+  const first = nextOccurrence(spec.schedule, Math.min(now, registeredAtMs) - 1);
   const row = {
     id: jobId,
     tenantId,

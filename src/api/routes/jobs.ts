@@ -29,9 +29,10 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
     }),
     async (c) => {
       const deps = c.var.deps;
-      const spec = await toJobSpec(c.req.valid('json'), deps, deps.store.clock.now());
+      const now = deps.store.clock.now();
+      const spec = await toJobSpec(c.req.valid('json'), deps, now);
       try {
-        const job = await createJob(deps.store, c.var.tenantId, spec);
+        const job = await createJob(deps.store, c.var.tenantId, spec, now);
         return c.json(jobView(job), 201);
       } catch (err) {
         if (isUniqueViolation(err)) throw new ApiError('conflict', `a job with key "${spec.key}" exists; use PUT /v1/jobs/by-key/:key to replace it`);

@@ -1,0 +1,54 @@
+/**
+ * The databases every store, dispatcher and end-to-end test runs against: the embedded PGlite always, and the real
+ * PostgreSQL of `TEST_DATABASE_URL` when it is set (CI sets it). Each test file gets a fresh database of its own.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
+
+export type DatabaseTarget = { kind: 'pglite' | 'postgres' };
+
+/** The targets for `describe.each`. */
+export const DATABASE_TARGETS: DatabaseTarget[] = [
+  { kind: 'pglite' },
+  ...(process.env.TEST_DATABASE_URL ? [{ kind: 'postgres' as const }] : []),
+];
+
+/** A fresh, empty database: a new PostgreSQL database, or a new PGlite data dir. */
+export type FreshDatabase = {
+  /** Environment for a chime process using it. */
+  env: Record<string, string>;
+  url: string | null;
+  dataDir: string | null;
+  drop(): Promise<void>;
+};
+
+/** Base64 of 32 fixed bytes: a test encryption key. */
+export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64');
+
+/** Creates a fresh database for `target`. */
+export async function freshDatabase(target: DatabaseTarget): Promise<FreshDatabase> {
+  if (target.kind === 'pglite') {
+    const dataDir = await mkdtemp(join(tmpdir(), 'chime-test-'));
+    return { env: { CHIME_DATA_DIR: dataDir }, url: null, dataDir, drop: () => rm(dataDir, { recursive: true, force: true }) };
+  }
+  const adminUrl = process.env.TEST_DATABASE_URL!;
+  const name = `chime_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  await admin.end();
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  const url = u.toString();
+  return {
+    env: { DATABASE_URL: url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY },
+    url,
+    dataDir: null,
+    async drop() {
+      const a = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      await a.unsafe(`drop database if exists ${name} with (force)`);
+      await a.end();
+    },
+  };
+}

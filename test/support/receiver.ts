@@ -1,0 +1,59 @@
+/**
+ * A real HTTP receiver on 127.0.0.1 that records every callback (headers, raw body, arrival time) and answers as
+ * told, for tests and benchmarks. Keep-alive is on, as a receiver in production would have it.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { eventually } from './eventually.ts';
+
+export type Received = { method: string; path: string; headers: http.IncomingHttpHeaders; body: string; at: number };
+export type Reply = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number; hang?: boolean };
+
+export type Receiver = {
+  url: string;
+  received: Received[];
+  /** Decides the reply of each request (default 200 "ok"). */
+  respond: (r: Received) => Reply;
+  /** Waits until at least `n` requests arrived (or `predicate` holds). */
+  waitFor(n: number, timeoutMs?: number): Promise<Received[]>;
+  close(): Promise<void>;
+};
+
+export async function startReceiver(respond: (r: Received) => Reply = () => ({ status: 200 })): Promise<Receiver> {
+  const received: Received[] = [];
+  const hanging = new Set<http.ServerResponse>();
+  const receiver: Receiver = {
+    url: '',
+    received,
+    respond,
+    waitFor: (n, timeoutMs = 15_000) =>
+      eventually(() => (received.length >= n ? received : undefined), { timeoutMs, what: `${n} callbacks (got ${received.length})` }),
+    async close() {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+  const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const r: Received = { method: req.method!, path: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+      received.push(r);
+      const reply = receiver.respond(r);
+      if (reply.hang) {
+        hanging.add(res);
+        return;
+      }
+      const send = () => {
+        res.writeHead(reply.status, reply.headers);
+        res.end(reply.body ?? 'ok');
+      };
+      if (reply.delayMs) setTimeout(send, reply.delayMs);
+      else send();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return receiver;
+}
