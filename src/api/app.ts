@@ -11,7 +11,10 @@ import { authenticateApiKey } from '../store/api-keys.ts';
 import { publicJwks } from '../store/jwt-keys.ts';
 import type { AppDeps, AppEnv } from './env.ts';
 import { ApiError, problemResponse, type FieldError } from './problems.ts';
+import { batchRoutes } from './routes/batch.ts';
 import { jobRoutes } from './routes/jobs.ts';
+import { jobLifecycleRoutes } from './routes/job-lifecycle.ts';
+import { scheduleRoutes } from './routes/schedules.ts';
 import { runRoutes } from './routes/runs.ts';
 import { bearer, signupRoutes, tenantRoutes } from './routes/tenants.ts';
 
@@ -88,7 +91,10 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     await next();
   });
   app.route('/', tenantRoutes());
+  app.route('/', batchRoutes());
   app.route('/', jobRoutes());
+  app.route('/', jobLifecycleRoutes());
+  app.route('/', scheduleRoutes());
   app.route('/', runRoutes());
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });

@@ -3,7 +3,7 @@
  * destination allowed, header rules) and the defaults of API.md. Every problem found is reported at once, each with
  * its field path.
  */
-import { RESERVED_HEADER, type JobSpec } from '../domain/job.ts';
+import { RESERVED_HEADER, type CallbackSpec, type JobSpec } from '../domain/job.ts';
 import { checkCallbackUrl } from '../domain/destination.ts';
 import { resolveRetryPolicy } from '../domain/retry.ts';
 import { normalizeSchedule, scheduleIssues } from '../domain/schedule.ts';
@@ -13,6 +13,37 @@ import { validationError, type FieldError } from './problems.ts';
 import type { JobBody } from './schemas.ts';
 
 /**
+ * Checks a callback beyond its schema: the destination is allowed (and, for a host name, resolves to allowed
+ * addresses), header names are not reserved, Authorization is not set twice, GET carries no payload.
+ * @returns the problems found, with paths under `callback.` (or `payload`)
+ */
+export async function validateCallback(
+  callback: Pick<CallbackSpec, 'url' | 'method' | 'headers'>,
+  hasAuthToken: boolean,
+  payload: unknown,
+  deps: AppDeps,
+): Promise<FieldError[]> {
+  const errors: FieldError[] = [];
+  const allowPrivate = deps.config.allowPrivateDestinations;
+  const url = checkCallbackUrl(callback.url, { allowPrivate });
+  if (!url.ok) errors.push({ path: 'callback.url', message: url.reason });
+  else if (!allowPrivate && !url.hostIsIp && deps.resolveHost) {
+    const resolved = await deps.resolveHost(url.url.hostname);
+    if (!resolved.ok) errors.push({ path: 'callback.url', message: resolved.reason });
+  }
+  for (const name of Object.keys(callback.headers)) {
+    if (RESERVED_HEADER.test(name)) errors.push({ path: `callback.headers.${name}`, message: 'reserved header name' });
+    else if (name.toLowerCase() === 'authorization' && hasAuthToken) {
+      errors.push({ path: `callback.headers.${name}`, message: 'set either callback.authToken or an Authorization header, not both' });
+    }
+  }
+  if (callback.method === 'GET' && payload !== undefined && payload !== null) {
+    errors.push({ path: 'payload', message: 'a GET callback carries no body' });
+  }
+  return errors;
+}
+
+/**
  * @param nowMs registration time (epoch ms): relative schedules are resolved against it
  * @throws ApiError `validation` naming every bad field
  */
@@ -20,23 +51,7 @@ export async function toJobSpec(body: JobBody, deps: AppDeps, nowMs: number): Pr
   const errors: FieldError[] = [];
   for (const i of scheduleIssues(body.schedule, nowMs)) errors.push({ path: `schedule.${i.path}`, message: i.message });
 
-  const allowPrivate = deps.config.allowPrivateDestinations;
-  const url = checkCallbackUrl(body.callback.url, { allowPrivate });
-  if (!url.ok) errors.push({ path: 'callback.url', message: url.reason });
-  else if (!allowPrivate && !url.hostIsIp && deps.resolveHost) {
-    const resolved = await deps.resolveHost(url.url.hostname);
-    if (!resolved.ok) errors.push({ path: 'callback.url', message: resolved.reason });
-  }
-
-  for (const name of Object.keys(body.callback.headers)) {
-    if (RESERVED_HEADER.test(name)) errors.push({ path: `callback.headers.${name}`, message: 'reserved header name' });
-    else if (name.toLowerCase() === 'authorization' && body.callback.authToken) {
-      errors.push({ path: `callback.headers.${name}`, message: 'set either callback.authToken or an Authorization header, not both' });
-    }
-  }
-  if (body.callback.method === 'GET' && body.payload !== undefined && body.payload !== null) {
-    errors.push({ path: 'payload', message: 'a GET callback carries no body' });
-  }
+  errors.push(...(await validateCallback(body.callback, Boolean(body.callback.authToken), body.payload, deps)));
   if (errors.length > 0) throw validationError(errors);
 
   return {

@@ -27,75 +27,83 @@ export async function createJob(ctx: StoreContext, tenantId: string, spec: JobSp
   return (ctx.db as Db).transaction((tx) => insertJob({ ...ctx, db: tx }, tenantId, spec, registeredAtMs));
 }
 
-/** `createJob` on an executor that is already inside a transaction (batch creation, upserts). */
+/** `createJob` on an executor that is already inside a transaction. */
 export async function insertJob(
   ctx: StoreContext,
   tenantId: string,
   spec: JobSpec,
   registeredAtMs: number,
-  jobId = newId(),
 ): Promise<JobRow> {
-  const now = ctx.clock.now();
-  const first = nextOccurrence(spec.schedule, Math.min(now, registeredAtMs) - 1);
-  const row = {
-    id: jobId,
-    tenantId,
-    key: spec.key,
-    name: spec.name,
-    status: first === null ? JOB_STATUS.completed : JOB_STATUS.active,
-    schedule: spec.schedule,
-    callback: spec.callback,
-    authTokenEnc: spec.authToken ? await ctx.cipher.seal(spec.authToken) : null,
-    payload: spec.payload ?? null,
-    retry: spec.retry,
-    relevancyWindowMs: spec.relevancyWindowMs,
-    deliveryMode: spec.deliveryMode,
-    overlapPolicy: spec.overlapPolicy,
-    catchUp: spec.catchUp,
-    jitterMs: spec.jitterMs,
-    metadata: spec.metadata,
-    nextRunAt: first === null ? null : new Date(first),
-    createdAt: new Date(now),
-    updatedAt: new Date(now),
-  };
-  const [job] = await ctx.db.insert(jobs).values(row).returning();
-  if (first !== null) await insertRun(ctx.db, { tenantId, jobId, scheduledFor: first, jitterMs: spec.jitterMs, trigger: RUN_TRIGGER.schedule, now });
+  const [job] = await insertJobs(ctx, tenantId, [spec], registeredAtMs);
   return job!;
 }
 
 /**
- * Inserts a waiting run and notifies dispatchers (delivered at commit). A scheduled occurrence that already exists
- * is left alone (unique `(job_id, scheduled_for)`, invariant 2).
- * @returns the run id, or null when the occurrence existed
+ * Inserts many jobs and their first runs with one statement each (the batch route's hot path), then one NOTIFY.
+ * Run inside a transaction: either all are committed or none.
+ * @returns the jobs, in the order of `specs`
  */
-export async function insertRun(
-  db: Executor,
-  r: { tenantId: string; jobId: string; scheduledFor: number; jitterMs: number; trigger: string; now: number },
-): Promise<string | null> {
-  const id = newId();
-  const dueAt = r.scheduledFor + jitterOffsetMs(r.jobId, r.jitterMs);
-  const inserted = await db
-    .insert(runs)
-    .values({
+export async function insertJobs(ctx: StoreContext, tenantId: string, specs: JobSpec[], registeredAtMs: number): Promise<JobRow[]> {
+  if (specs.length === 0) return [];
+  const now = ctx.clock.now();
+  const from = Math.min(now, registeredAtMs) - 1;
+  const jobRows: (typeof jobs.$inferInsert)[] = [];
+  const runRows: (typeof runs.$inferInsert)[] = [];
+  for (const spec of specs) {
+    const id = newId();
+    const first = nextOccurrence(spec.schedule, from);
+    jobRows.push({
       id,
-      tenantId: r.tenantId,
-      jobId: r.jobId,
-      scheduledFor: new Date(r.scheduledFor),
-      trigger: r.trigger,
-      status: RUN_STATUS.scheduled,
-      nextAttemptAt: new Date(dueAt),
-      createdAt: new Date(r.now),
-    })
-    .onConflictDoNothing()
-    .returning({ id: runs.id });
-  if (inserted.length === 0) return null;
-  await db.execute(sql`select pg_notify(${RUNS_CHANNEL}, ${String(dueAt)})`);
-  return id;
+      tenantId,
+      key: spec.key,
+      name: spec.name,
+      status: first === null ? JOB_STATUS.completed : JOB_STATUS.active,
+      schedule: spec.schedule,
+      callback: spec.callback,
+      authTokenEnc: spec.authToken ? await ctx.cipher.seal(spec.authToken) : null,
+      payload: spec.payload ?? null,
+      retry: spec.retry,
+      relevancyWindowMs: spec.relevancyWindowMs,
+      deliveryMode: spec.deliveryMode,
+      overlapPolicy: spec.overlapPolicy,
+      catchUp: spec.catchUp,
+      jitterMs: spec.jitterMs,
+      metadata: spec.metadata,
+      nextRunAt: first === null ? null : new Date(first),
+      createdAt: new Date(now),
+      updatedAt: new Date(now),
+    });
+    if (first !== null) {
+      runRows.push({
+        id: newId(),
+        tenantId,
+        jobId: id,
+        scheduledFor: new Date(first),
+        trigger: RUN_TRIGGER.schedule,
+        status: RUN_STATUS.scheduled,
+        nextAttemptAt: new Date(first + jitterOffsetMs(id, spec.jitterMs)),
+        createdAt: new Date(now),
+      });
+    }
+  }
+  const inserted = await ctx.db.insert(jobs).values(jobRows).returning();
+  if (runRows.length > 0) {
+    await ctx.db.insert(runs).values(runRows);
+    const soonest = Math.min(...runRows.map((r) => r.nextAttemptAt!.getTime()));
+    await ctx.db.execute(sql`select pg_notify(${RUNS_CHANNEL}, ${String(soonest)})`);
+  }
+  return inserted;
 }
 
 /** The tenant's job, or null (also for another tenant's id). */
 export async function getJob(ctx: StoreContext, tenantId: string, jobId: string): Promise<JobRow | null> {
   const [row] = await ctx.db.select().from(jobs).where(ownJob(tenantId, jobId));
+  return row ?? null;
+}
+
+/** The tenant's job with this `key`, or null. */
+export async function getJobByKey(ctx: StoreContext, tenantId: string, key: string): Promise<JobRow | null> {
+  const [row] = await ctx.db.select().from(jobs).where(and(eq(jobs.tenantId, tenantId), eq(jobs.key, key)));
   return row ?? null;
 }
 

@@ -1,0 +1,102 @@
+/**
+ * `POST /v1/jobs/batch`: up to 1,000 job bodies; each is validated on its own and answered in request order, and
+ * the valid ones are committed together in one transaction.
+ */
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import type { JobSpec } from '../../domain/job.ts';
+import type { Db } from '../../store/db.ts';
+import { insertJobs } from '../../store/jobs.ts';
+import { and, eq, inArray } from 'drizzle-orm';
+import { jobs } from '../../store/schema.ts';
+import type { AppEnv } from '../env.ts';
+import { toJobSpec } from '../job-input.ts';
+import { ApiError, PROBLEMS, type ProblemCode } from '../problems.ts';
+import { JobBodySchema, JobSchema, ProblemSchema } from '../schemas.ts';
+import { jobView } from '../views.ts';
+import { isUniqueViolation, problemResponses } from './common.ts';
+
+/** Most jobs in one batch. */
+export const MAX_BATCH_JOBS = 1000;
+
+type Result = { status: 201; job: ReturnType<typeof jobView> } | { status: number; problem: z.infer<typeof ProblemSchema> };
+
+const problem = (code: ProblemCode, detail: string, errors?: { path: string; message: string }[]) => ({
+  type: `urn:chime:problem:${code}`,
+  title: PROBLEMS[code].title,
+  status: PROBLEMS[code].status,
+  detail,
+  ...(errors ? { errors } : {}),
+});
+
+export function batchRoutes(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/jobs/batch',
+      summary: 'Register up to 1,000 jobs; the valid ones are committed in one transaction',
+      request: { body: { required: true, content: { 'application/json': { schema: z.object({ jobs: z.array(z.unknown()).min(1).max(MAX_BATCH_JOBS) }) } } } },
+      responses: {
+        200: {
+          description: 'One result per job, in request order',
+          content: { 'application/json': { schema: z.object({ results: z.array(z.union([z.object({ status: z.literal(201), job: JobSchema }), z.object({ status: z.number(), problem: ProblemSchema })])) }) } },
+        },
+        ...problemResponses(400, 401, 413),
+      },
+    }),
+    async (c) => {
+      const deps = c.var.deps;
+      const tenantId = c.var.tenantId;
+      const items = c.req.valid('json').jobs;
+      const now = deps.store.clock.now();
+      const results: (Result | null)[] = new Array(items.length).fill(null);
+      const valid: { index: number; spec: JobSpec }[] = [];
+      const keys = new Set<string>();
+      for (const [index, item] of items.entries()) {
+        const parsed = JobBodySchema.safeParse(item);
+        if (!parsed.success) {
+          const errors = parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.') || '(body)', message: i.message }));
+          results[index] = { status: 400, problem: problem('validation', errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors) };
+          continue;
+        }
+        try {
+          const spec = await toJobSpec(parsed.data, deps, now);
+          if (spec.key !== null && keys.has(spec.key)) {
+            results[index] = { status: 409, problem: problem('conflict', `key "${spec.key}" appears twice in this batch`) };
+            continue;
+          }
+          if (spec.key !== null) keys.add(spec.key);
+          valid.push({ index, spec });
+        } catch (err) {
+          if (!(err instanceof ApiError)) throw err;
+          results[index] = { status: err.status, problem: problem(err.code, err.detail, err.errors) };
+        }
+      }
+      if (keys.size > 0) {
+        const taken = await deps.store.db
+          .select({ key: jobs.key })
+          .from(jobs)
+          .where(and(eq(jobs.tenantId, tenantId), inArray(jobs.key, [...keys])));
+        const takenKeys = new Set(taken.map((t) => t.key));
+        for (let i = valid.length - 1; i >= 0; i--) {
+          const key = valid[i]!.spec.key;
+          if (key !== null && takenKeys.has(key)) {
+            results[valid[i]!.index] = { status: 409, problem: problem('conflict', `a job with key "${key}" exists`) };
+            valid.splice(i, 1);
+          }
+        }
+      }
+      try {
+        const created = await (deps.store.db as Db).transaction((tx) =>
+          insertJobs({ ...deps.store, db: tx }, tenantId, valid.map((v) => v.spec), now),
+        );
+        created.forEach((job, i) => (results[valid[i]!.index] = { status: 201, job: jobView(job) }));
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+        throw new ApiError('conflict', 'a key of this batch was taken concurrently; nothing was committed, retry the batch');
+      }
+      return c.json({ results: results as Result[] }, 200);
+    },
+  );
+  return app;
+}

@@ -1,0 +1,176 @@
+/**
+ * Changing jobs: `PATCH /v1/jobs/:jobId` (pause, resume, edit), `DELETE` (cancel), `POST …/trigger`,
+ * `PUT /v1/jobs/by-key/:key` (upsert), `POST /v1/runs/:runId/replay`.
+ */
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { resolveRetryPolicy } from '../../domain/retry.ts';
+import { normalizeSchedule, scheduleIssues } from '../../domain/schedule.ts';
+import type { CallbackSpec } from '../../domain/job.ts';
+import { isUuid } from '../../domain/ids.ts';
+import { cancelJob, JobStateError, triggerRun, updateJob, type JobChanges } from '../../store/job-lifecycle.ts';
+import { createJob, getJobByKey } from '../../store/jobs.ts';
+import { getRun } from '../../store/runs.ts';
+import type { AppEnv } from '../env.ts';
+import { toJobSpec, validateCallback } from '../job-input.ts';
+import { ApiError, validationError, type FieldError } from '../problems.ts';
+import { CallbackSchema, JobBodySchema, JobSchema, RetrySchema, ScheduleSchema, MAX_JITTER_MS, MAX_RELEVANCY_WINDOW_MS, MAX_METADATA_PAIRS } from '../schemas.ts';
+import { jobView } from '../views.ts';
+import { isUniqueViolation, problemResponses } from './common.ts';
+import { findJob } from './jobs.ts';
+import { CATCH_UP_POLICIES, DELIVERY_MODES, OVERLAP_POLICIES } from '../../domain/states.ts';
+
+const JobPatchSchema = z
+  .strictObject({
+    paused: z.boolean().optional(),
+    name: z.string().min(1).max(200).nullable().optional(),
+    schedule: ScheduleSchema.optional(),
+    callback: CallbackSchema.partial().extend({ authToken: z.string().min(1).max(4096).nullable().optional() }).optional(),
+    payload: z.unknown().optional(),
+    retry: RetrySchema.optional(),
+    relevancyWindowMs: z.number().int().min(0).max(MAX_RELEVANCY_WINDOW_MS).nullable().optional(),
+    deliveryMode: z.enum(DELIVERY_MODES).optional(),
+    overlapPolicy: z.enum(OVERLAP_POLICIES).optional(),
+    catchUp: z.enum(CATCH_UP_POLICIES).optional(),
+    jitterMs: z.number().int().min(0).max(MAX_JITTER_MS).optional(),
+    metadata: z.record(z.string().min(1).max(64), z.string().max(512)).refine((m) => Object.keys(m).length <= MAX_METADATA_PAIRS, `at most ${MAX_METADATA_PAIRS} pairs`).optional(),
+  })
+  .openapi('JobPatch');
+
+const JobIdParam = z.object({ jobId: z.string() });
+const Accepted = { 202: { description: 'Accepted: a run due now', content: { 'application/json': { schema: z.object({ runId: z.string() }) } } } };
+
+export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+
+  app.openapi(
+    createRoute({
+      method: 'patch',
+      path: '/v1/jobs/{jobId}',
+      summary: 'Pause, resume or change a job',
+      request: { params: JobIdParam, body: { required: true, content: { 'application/json': { schema: JobPatchSchema } } } },
+      responses: { 200: { description: 'The job', content: { 'application/json': { schema: JobSchema } } }, ...problemResponses(400, 401, 404, 409) },
+    }),
+    async (c) => {
+      const deps = c.var.deps;
+      const job = await findJob(c);
+      const body = c.req.valid('json');
+      const now = deps.store.clock.now();
+      const errors: FieldError[] = [];
+      const changes: JobChanges = {};
+      if (body.schedule) {
+        for (const i of scheduleIssues(body.schedule, now)) errors.push({ path: `schedule.${i.path}`, message: i.message });
+        changes.schedule = normalizeSchedule(body.schedule, now);
+      }
+      if (body.callback) {
+        const { authToken, ...rest } = body.callback;
+        const merged = { ...(job.callback as CallbackSpec), ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) } as CallbackSpec;
+        const hasToken = authToken === undefined ? job.authTokenEnc !== null : authToken !== null;
+        errors.push(...(await validateCallback(merged, hasToken, body.payload ?? job.payload, deps)));
+        changes.callback = merged;
+        if (authToken !== undefined) changes.authToken = authToken;
+      }
+      if (errors.length > 0) throw validationError(errors);
+      if (body.retry) changes.retry = resolveRetryPolicy({ ...(job.retry as object), ...body.retry });
+      for (const k of ['paused', 'name', 'payload', 'relevancyWindowMs', 'deliveryMode', 'overlapPolicy', 'catchUp', 'jitterMs', 'metadata'] as const) {
+        if (body[k] !== undefined) (changes as Record<string, unknown>)[k] = body[k];
+      }
+      const updated = await withStateErrors(() => updateJob(deps.store, c.var.tenantId, job.id, changes));
+      return c.json(jobView(updated!), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/v1/jobs/{jobId}',
+      summary: 'Cancel a job (its waiting runs are canceled; history is kept)',
+      request: { params: JobIdParam },
+      responses: { 204: { description: 'Canceled' }, ...problemResponses(401, 404) },
+    }),
+    async (c) => {
+      const job = await findJob(c);
+      await cancelJob(c.var.deps.store, c.var.tenantId, job.id);
+      return c.body(null, 204);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/jobs/{jobId}/trigger',
+      summary: 'Run a job now, outside its schedule (also when paused)',
+      request: { params: JobIdParam },
+      responses: { ...Accepted, ...problemResponses(401, 404, 409) },
+    }),
+    async (c) => {
+      const job = await findJob(c);
+      const runId = await withStateErrors(() => triggerRun(c.var.deps.store, c.var.tenantId, job.id, 'manual'));
+      return c.json({ runId: runId! }, 202);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/runs/{runId}/replay',
+      summary: 'A new run with the same job and payload (for dead letters)',
+      request: { params: z.object({ runId: z.string() }) },
+      responses: { ...Accepted, ...problemResponses(401, 404, 409) },
+    }),
+    async (c) => {
+      const { runId } = c.req.valid('param');
+      const found = isUuid(runId) ? await getRun(c.var.deps.store, c.var.tenantId, runId) : null;
+      if (!found) throw new ApiError('not_found', `no run ${runId}`);
+      const newRunId = await withStateErrors(() => triggerRun(c.var.deps.store, c.var.tenantId, found.run.jobId, 'replay'));
+      return c.json({ runId: newRunId! }, 202);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'put',
+      path: '/v1/jobs/by-key/{key}',
+      summary: 'Create or replace the job with this key',
+      request: { params: z.object({ key: z.string().min(1).max(200) }), body: { required: true, content: { 'application/json': { schema: JobBodySchema } } } },
+      responses: {
+        200: { description: 'Replaced', content: { 'application/json': { schema: JobSchema } } },
+        201: { description: 'Created', content: { 'application/json': { schema: JobSchema } } },
+        ...problemResponses(400, 401, 409),
+      },
+    }),
+    async (c) => {
+      const deps = c.var.deps;
+      const { key } = c.req.valid('param');
+      const body = c.req.valid('json');
+      if (body.key !== undefined && body.key !== key) {
+        throw validationError([{ path: 'key', message: `must be absent or equal the path's key "${key}"` }]);
+      }
+      const now = deps.store.clock.now();
+      const spec = await toJobSpec({ ...body, key }, deps, now);
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const existing = await getJobByKey(deps.store, c.var.tenantId, key);
+        if (existing) {
+          const { key: _k, authToken, ...fields } = spec;
+          const updated = await updateJob(deps.store, c.var.tenantId, existing.id, { ...fields, authToken: authToken ?? null, replace: true });
+          return c.json(jobView(updated!), 200);
+        }
+        try {
+          return c.json(jobView(await createJob(deps.store, c.var.tenantId, spec, now)), 201);
+        } catch (err) {
+          if (!isUniqueViolation(err)) throw err; // a concurrent PUT created it: replace that one
+        }
+      }
+      throw new ApiError('conflict', `the job with key "${key}" is being changed concurrently; retry`);
+    },
+  );
+  return app;
+}
+
+async function withStateErrors<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof JobStateError) throw new ApiError('conflict', err.message);
+    throw err;
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * In-process store fixtures: a fresh, migrated database for one `DatabaseTarget` (PGlite in a new temp dir, or a new
+ * PostgreSQL database on TEST_DATABASE_URL), a cipher under a fixed key, a clock, tenants, and a factory of valid
+ * `JobSpec`s. For store and dispatcher tests that call the modules directly rather than through a process.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql, type SQL } from 'drizzle-orm';
+import { ManualClock, type Clock } from '../../src/domain/clock.ts';
+import type { JobSpec } from '../../src/domain/job.ts';
+import { resolveRetryPolicy, type RetryPolicy } from '../../src/domain/retry.ts';
+import { normalizeSchedule, type Schedule } from '../../src/domain/schedule.ts';
+import { createCipher, fromBase64Url, type Cipher } from '../../src/store/cipher.ts';
+import type { StoreContext } from '../../src/store/context.ts';
+import { query, type Database } from '../../src/store/db.ts';
+import { openEmbedded } from '../../src/store/embedded.ts';
+import { migrateEmbedded, migratePostgresUrl } from '../../src/store/migrate.ts';
+import { openPostgres } from '../../src/store/postgres.ts';
+import { createTenant } from '../../src/store/tenants.ts';
+import { freshDatabase, TEST_ENCRYPTION_KEY, type DatabaseTarget } from './databases.ts';
+
+/** A fixed instant tests start from (epoch ms): 2030-01-01T00:00:00Z. */
+export const T0 = Date.UTC(2030, 0, 1);
+
+export type TestStore = {
+  target: DatabaseTarget;
+  database: Database;
+  cipher: Cipher;
+  clock: Clock;
+  /** The store context over `database` with `clock`. */
+  ctx: StoreContext;
+  /**
+   * Another connection pool on the same database (PostgreSQL: a new postgres.js pool, as a second process would
+   * have); null on PGlite, which one process opens once. Closed by `close()`.
+   */
+  openAnother(): Database | null;
+  /** Closes every handle and drops the database. */
+  close(): Promise<void>;
+};
+
+/** The test cipher: AES-256-GCM under the fixed TEST_ENCRYPTION_KEY. */
+export function testCipher(): Promise<Cipher> {
+  return createCipher(fromBase64Url(TEST_ENCRYPTION_KEY));
+}
+
+/** Opens a fresh migrated database for `target`; `clock` defaults to a ManualClock at T0. */
+export async function openTestStore(target: DatabaseTarget, clock: Clock = new ManualClock(T0)): Promise<TestStore> {
+  const cipher = await testCipher();
+  if (target.kind === 'pglite') {
+    const dataDir = await mkdtemp(join(tmpdir(), 'chime-store-test-'));
+    const database = await openEmbedded(dataDir);
+    await migrateEmbedded(database.pg);
+    return {
+      target,
+      database,
+      cipher,
+      clock,
+      ctx: { db: database.db, cipher, clock },
+      openAnother: () => null,
+      async close() {
+        await database.close();
+        await rm(dataDir, { recursive: true, force: true });
+      },
+    };
+  }
+  const fresh = await freshDatabase(target);
+  const url = fresh.url!;
+  await migratePostgresUrl(url);
+  const database = openPostgres(url);
+  const others: Database[] = [];
+  return {
+    target,
+    database,
+    cipher,
+    clock,
+    ctx: { db: database.db, cipher, clock },
+    openAnother() {
+      const other = openPostgres(url);
+      others.push(other);
+      return other;
+    },
+    async close() {
+      for (const o of others) await o.close().catch(() => {});
+      await database.close().catch(() => {});
+      await fresh.drop();
+    },
+  };
+}
+
+/** Creates a tenant (with its API key and signing secret) and returns its id. */
+export async function createTestTenantIn(ctx: StoreContext, name = 'tenant'): Promise<string> {
+  const { tenant } = await createTenant(ctx, name);
+  return tenant.tenantId;
+}
+
+export type JobSpecInput = Partial<Omit<JobSpec, 'retry' | 'callback'>> & {
+  retry?: Partial<RetryPolicy>;
+  callback?: Partial<JobSpec['callback']>;
+};
+
+/**
+ * A valid JobSpec registered at `nowMs`: by default a `once` job due at `nowMs`, POST to an unreachable loopback URL
+ * with a 1 s timeout, default retry policy, at-least-once, overlap allow, catch-up one, no window, no jitter.
+ * `schedule` is normalized against `nowMs` as the API would.
+ */
+export function testJobSpec(nowMs: number, o: JobSpecInput = {}): JobSpec {
+  const schedule: Schedule = o.schedule ?? { type: 'once', at: new Date(nowMs).toISOString() };
+  return {
+    name: o.name ?? null,
+    key: o.key ?? null,
+    schedule: normalizeSchedule(schedule, nowMs),
+    callback: {
+      url: 'http://127.0.0.1:9/unused',
+      method: 'POST',
+      headers: {},
+      successStatusCodes: ['2xx'],
+      timeoutMs: 1000,
+      ...o.callback,
+    },
+    authToken: o.authToken ?? null,
+    payload: o.payload ?? { hello: 'world' },
+    retry: resolveRetryPolicy({ jitter: false, ...o.retry }),
+    relevancyWindowMs: o.relevancyWindowMs ?? null,
+    deliveryMode: o.deliveryMode ?? 'at-least-once',
+    overlapPolicy: o.overlapPolicy ?? 'allow',
+    catchUp: o.catchUp ?? 'one',
+    jitterMs: o.jitterMs ?? 0,
+    metadata: o.metadata ?? {},
+  };
+}
+
+/** A run row as tests look at it (times as epoch ms). */
+export type RunView = {
+  id: string;
+  jobId: string;
+  scheduledForMs: number;
+  trigger: string;
+  status: string;
+  attempts: number;
+  nextAttemptAtMs: number | null;
+  leaseOwner: string | null;
+  leaseExpiresAtMs: number | null;
+  finishedAtMs: number | null;
+  error: string | null;
+};
+
+const msOrNull = (v: Date | string | null): number | null => (v === null ? null : v instanceof Date ? v.getTime() : Date.parse(v));
+
+/** Every run of `jobId` (every run when null), in scheduled order. */
+export function runsOf(database: Database, jobId: string | null): Promise<RunView[]> {
+  return selectRuns(database, jobId === null ? sql`true` : sql`job_id = ${jobId}`);
+}
+
+/** One run by id. */
+export async function runById(database: Database, runId: string): Promise<RunView> {
+  const [r] = await selectRuns(database, sql`id = ${runId}`);
+  if (!r) throw new Error(`no run ${runId}`);
+  return r;
+}
+
+async function selectRuns(database: Database, where: SQL): Promise<RunView[]> {
+  const rows = await query<Record<string, any>>(
+    database.db,
+    sql`select id, job_id, scheduled_for, trigger, status, attempts, next_attempt_at, lease_owner, lease_expires_at,
+               finished_at, error
+        from runs where ${where} order by scheduled_for, id`,
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    jobId: r.job_id,
+    scheduledForMs: msOrNull(r.scheduled_for)!,
+    trigger: r.trigger,
+    status: r.status,
+    attempts: Number(r.attempts),
+    nextAttemptAtMs: msOrNull(r.next_attempt_at),
+    leaseOwner: r.lease_owner,
+    leaseExpiresAtMs: msOrNull(r.lease_expires_at),
+    finishedAtMs: msOrNull(r.finished_at),
+    error: r.error,
+  }));
+}
+
+/** The attempt log of a run, in order. */
+export async function attemptsOf(
+  database: Database,
+  runId: string,
+): Promise<{ attempt: number; responseStatus: number | null; errorClass: string | null; error: string | null }[]> {
+  const rows = await query<Record<string, any>>(
+    database.db,
+    sql`select attempt, response_status, error_class, error from attempts where run_id = ${runId} order by attempt`,
+  );
+  return rows.map((r) => ({
+    attempt: Number(r.attempt),
+    responseStatus: r.response_status === null ? null : Number(r.response_status),
+    errorClass: r.error_class,
+    error: r.error,
+  }));
+}
