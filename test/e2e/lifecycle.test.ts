@@ -141,5 +141,5 @@ describe.each(DATABASE_TARGETS)('catch-up after downtime on $kind', (target) => 
       await receiver.close();
       await db.drop();
     }
-  });
+  }, 90_000);
 });

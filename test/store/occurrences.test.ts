@@ -7,9 +7,9 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { newId } from '../../src/domain/ids.ts';
-import type { Database, Db } from '../../src/store/db.ts';
+import type { Database } from '../../src/store/db.ts';
 import { query } from '../../src/store/db.ts';
-import { createJob, getJob, insertJob } from '../../src/store/jobs.ts';
+import { createJob, getJob } from '../../src/store/jobs.ts';
 import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
 import { runs } from '../../src/store/schema.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
@@ -168,13 +168,11 @@ describe.each(DATABASE_TARGETS)('jobs and occurrences on $kind', (target) => {
   it('concurrent claims by two owners never return the same run nor create an occurrence twice', async () => {
     const n = 60;
     const jobIds: string[] = [];
-    await (store.database.db as Db).transaction(async (tx) => {
-      for (let i = 0; i < n; i++) {
-        const schedule = i % 2 === 0 ? ({ type: 'interval', everyMs: MINUTE } as const) : undefined;
-        const job = await insertJob({ ...store.ctx, db: tx }, tenantId, testJobSpec(T0, schedule ? { schedule } : {}), T0);
-        jobIds.push(job.id);
-      }
-    });
+    for (let i = 0; i < n; i++) {
+      const schedule = i % 2 === 0 ? ({ type: 'interval', everyMs: MINUTE } as const) : undefined;
+      const job = await createJob(store.ctx, tenantId, testJobSpec(T0, schedule ? { schedule } : {}), T0);
+      jobIds.push(job.id);
+    }
     // On PostgreSQL each owner has its own pool (as separate processes) and two claim loops each, all in parallel.
     const dbA = store.openAnother() ?? store.database;
     const dbB = store.openAnother() ?? store.database;
