@@ -1,7 +1,9 @@
 /**
  * Records the outcome of delivered attempts: the hot path's second half. One transaction per batch:
  * the runs are updated only where this dispatcher still holds the lease that claimed them (a dispatcher whose lease
- * expired and was taken over cannot overwrite the new holder's result, as River's JobSetStateIfRunningMany), every
+ * expired and was taken over cannot overwrite the new holder's result, as River's JobSetStateIfRunningMany; the lease
+ * is the owner *and* the attempt number, so a late outcome of an earlier attempt cannot overwrite the same
+ * dispatcher's later claim of the run either), every
  * attempt is appended to the log, and jobs whose receiver answered `410 Gone` are paused.
  * Arrays travel as one jsonb parameter each, so a batch is a fixed number of statements whatever its size.
  */
@@ -38,6 +40,7 @@ export async function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome
   const runRows = JSON.stringify(
     outcomes.map((o) => ({
       id: o.runId,
+      attempt: o.attempt,
       status: o.runStatus,
       next_attempt_at: iso(o.nextAttemptAtMs),
       finished_at: o.runStatus === 'retrying' ? null : iso(o.finishedAtMs),
@@ -66,8 +69,9 @@ export async function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome
           set status = v.status, next_attempt_at = v.next_attempt_at, finished_at = v.finished_at,
               response_status = v.response_status, error = v.error, lease_owner = null, lease_expires_at = null
           from jsonb_to_recordset(${runRows}::jsonb)
-               as v(id uuid, status text, next_attempt_at timestamptz, finished_at timestamptz, response_status smallint, error text)
-          where r.id = v.id and r.status = 'running' and r.lease_owner = ${owner}
+               as v(id uuid, attempt smallint, status text, next_attempt_at timestamptz, finished_at timestamptz,
+                    response_status smallint, error text)
+          where r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
           returning r.id`,
     );
     // Every attempt happened, whether or not its lease still held: the log keeps them all.

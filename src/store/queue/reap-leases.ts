@@ -37,15 +37,18 @@ export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATC
 
 /**
  * Gives back runs this dispatcher still holds (graceful shutdown past its bound): at-least-once runs become due
- * now; at-most-once runs end `failed` as the reaper would end them.
+ * now unless their attempts are spent; at-most-once runs and spent ones end `failed`, as the reaper would end them.
  */
 export async function releaseLeases(db: Db, owner: string, runIds: string[], nowMs: number): Promise<void> {
   if (runIds.length === 0) return;
   const now = new Date(nowMs).toISOString();
   await db.execute(sql`update runs r
-    set status = case when j.delivery_mode = 'at-most-once' then 'failed' else 'retrying' end,
-        next_attempt_at = case when j.delivery_mode = 'at-most-once' then null else ${now}::timestamptz end,
-        finished_at = case when j.delivery_mode = 'at-most-once' then ${now}::timestamptz end,
+    set status = case when j.delivery_mode = 'at-most-once' or r.attempts >= (j.retry->>'maxAttempts')::int
+                      then 'failed' else 'retrying' end,
+        next_attempt_at = case when j.delivery_mode = 'at-most-once' or r.attempts >= (j.retry->>'maxAttempts')::int
+                               then null else ${now}::timestamptz end,
+        finished_at = case when j.delivery_mode = 'at-most-once' or r.attempts >= (j.retry->>'maxAttempts')::int
+                           then ${now}::timestamptz end,
         error = case when j.delivery_mode = 'at-most-once'
                      then 'ambiguous outcome: shutdown interrupted the request; not re-sent (at-most-once)'
                      else 'released at shutdown' end,

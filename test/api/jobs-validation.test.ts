@@ -1,0 +1,124 @@
+/** Validation of job registration: every bad field named in RFC 9457 problem details, nothing stored. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient, startTestApp, type TestApp } from '../support/app.ts';
+import type { TestTenant } from '../support/api.ts';
+
+const good = () => ({
+  schedule: { type: 'delay', delayMs: 60_000 },
+  callback: { url: 'http://127.0.0.1:9/hook' },
+});
+
+describe('POST /v1/jobs validation', () => {
+  let app: TestApp;
+  let tenant: TestTenant;
+  beforeAll(async () => {
+    app = await startTestApp();
+    tenant = await app.tenant();
+  });
+  afterAll(() => app.close());
+
+  const cases: [string, unknown, string[]][] = [
+    ['missing schedule and callback', {}, ['schedule', 'callback']],
+    ['unknown schedule type', { ...good(), schedule: { type: 'weekly' } }, ['schedule.type']],
+    ['once in the past', { ...good(), schedule: { type: 'once', at: '2001-01-01T00:00:00Z' } }, ['schedule.at']],
+    ['time without offset', { ...good(), schedule: { type: 'once', at: '2030-01-01 10:00' } }, ['schedule.at']],
+    ['negative delay', { ...good(), schedule: { type: 'delay', delayMs: -1 } }, ['schedule.delayMs']],
+    ['interval below 1 s', { ...good(), schedule: { type: 'interval', everyMs: 10 } }, ['schedule.everyMs']],
+    ['cron that never fires', { ...good(), schedule: { type: 'cron', expression: '0 0 30 2 *' } }, ['schedule.expression']],
+    ['cron with six fields', { ...good(), schedule: { type: 'cron', expression: '0 0 0 * * *' } }, ['schedule.expression']],
+    ['unknown time zone', { ...good(), schedule: { type: 'cron', expression: '0 0 * * *', timezone: 'Mars/Olympus' } }, ['schedule.timezone']],
+    ['endAt before the first occurrence', { ...good(), schedule: { type: 'cron', expression: '0 0 1 1 *', endAt: '2030-01-01T00:00:00Z', startAt: '2030-06-01T00:00:00Z' } }, ['schedule.endAt']],
+    ['all dates past', { ...good(), schedule: { type: 'dates', dates: ['2001-01-01T00:00:00Z'] } }, ['schedule.dates']],
+    ['ftp url', { ...good(), callback: { url: 'ftp://example.com/x' } }, ['callback.url']],
+    ['bad method', { ...good(), callback: { url: 'http://127.0.0.1:9/', method: 'TRACE' } }, ['callback.method']],
+    ['reserved header', { ...good(), callback: { url: 'http://127.0.0.1:9/', headers: { 'Webhook-Id': 'x', Host: 'y' } } }, ['callback.headers.Webhook-Id', 'callback.headers.Host']],
+    ['timeout too long', { ...good(), callback: { url: 'http://127.0.0.1:9/', timeoutMs: 120_000 } }, ['callback.timeoutMs']],
+    ['bad success code', { ...good(), callback: { url: 'http://127.0.0.1:9/', successStatusCodes: ['6xx', 99] } }, ['callback.successStatusCodes.0', 'callback.successStatusCodes.1']],
+    ['unknown retry strategy', { ...good(), retry: { strategy: 'random' } }, ['retry.strategy']],
+    ['unknown field', { ...good(), shedule: {} }, ['(body)']],
+    ['too many metadata pairs', { ...good(), metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v'])) }, ['metadata']],
+  ];
+
+  it.each(cases)('%s → 400 naming %j', async (_name, body, paths) => {
+    const r = await tenant.api.post('/v1/jobs', body);
+    expect(r.status).toBe(400);
+    expect(r.headers.get('content-type')).toBe('application/problem+json');
+    expect(r.body).toMatchObject({ type: 'urn:chime:problem:validation', status: 400, title: expect.any(String), detail: expect.any(String) });
+    const got = r.body.errors.map((e: { path: string }) => e.path);
+    for (const p of paths) expect(got).toContain(p);
+    expect((await tenant.api.get('/v1/jobs')).body.jobs).toEqual([]);
+  });
+
+  it('answers malformed JSON with 400 problem+json', async () => {
+    const r = await tenant.api.request('POST', '/v1/jobs', '{"schedule":', {});
+    expect(r.status).toBe(400);
+    expect(r.body.type).toBe('urn:chime:problem:malformed_json');
+  });
+
+  it('answers a body over 64 KiB with 413', async () => {
+    const r = await tenant.api.post('/v1/jobs', { ...good(), payload: { blob: 'x'.repeat(70 * 1024) } });
+    expect(r.status).toBe(413);
+    expect(r.headers.get('content-type')).toBe('application/problem+json');
+  });
+
+  it('answers unknown routes with 404 and wrong methods with 405, as problems', async () => {
+    const nf = await tenant.api.get('/v1/nope');
+    expect(nf.status).toBe(404);
+    expect(nf.body.type).toBe('urn:chime:problem:not_found');
+    const na = await tenant.api.request('PUT', '/v1/jobs');
+    expect(na.status).toBe(405);
+    expect(na.headers.get('allow')).toContain('POST');
+  });
+
+  it('refuses private destinations unless allowed', async () => {
+    const guarded = await startTestApp({ allowPrivateDestinations: false });
+    try {
+      const t = await guarded.tenant();
+      for (const url of ['http://127.0.0.1/', 'http://2130706433/', 'http://[::ffff:127.0.0.1]/', 'http://169.254.169.254/latest', 'http://10.1.2.3/']) {
+        const r = await t.api.post('/v1/jobs', { ...good(), callback: { url } });
+        expect(r.status, url).toBe(400);
+        expect(r.body.errors[0].path).toBe('callback.url');
+      }
+    } finally {
+      await guarded.close();
+    }
+  });
+
+  it('registers a valid job with defaults filled in and the auth token write-only', async () => {
+    const r = await tenant.api.post('/v1/jobs', { ...good(), callback: { url: 'http://127.0.0.1:9/hook', authToken: 'secret' } });
+    expect(r.status).toBe(201);
+    expect(r.body.callback).toEqual({ url: 'http://127.0.0.1:9/hook', method: 'POST', headers: {}, hasAuthToken: true, successStatusCodes: ['2xx'], timeoutMs: 10000 });
+    expect(JSON.stringify(r.body)).not.toContain('secret');
+    expect(r.body.retry).toEqual({ strategy: 'exponential', maxAttempts: 5, initialDelayMs: 1000, maxDelayMs: 3600000, multiplier: 2, jitter: true });
+    expect(r.body).toMatchObject({ status: 'active', deliveryMode: 'at-least-once', overlapPolicy: 'allow', catchUp: 'one', jitterMs: 0 });
+  });
+
+  it('paginates the job list newest first with a cursor', async () => {
+    const t = await app.tenant('pager');
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await t.api.post('/v1/jobs', good())).body.jobId);
+    const p1 = await t.api.get('/v1/jobs?limit=2');
+    expect(p1.body.jobs.map((j: { jobId: string }) => j.jobId)).toEqual([ids[4], ids[3]]);
+    const p2 = await t.api.get(`/v1/jobs?limit=2&cursor=${p1.body.nextCursor}`);
+    expect(p2.body.jobs.map((j: { jobId: string }) => j.jobId)).toEqual([ids[2], ids[1]]);
+    const p3 = await t.api.get(`/v1/jobs?limit=2&cursor=${p2.body.nextCursor}`);
+    expect(p3.body).toEqual({ jobs: [expect.objectContaining({ jobId: ids[0] })], nextCursor: null });
+    expect((await t.api.get('/v1/jobs?limit=101')).status).toBe(400);
+  });
+
+  it('batch: answers each job in order and commits the valid ones', async () => {
+    const t = await app.tenant('batch');
+    const r = await t.api.post('/v1/jobs/batch', { jobs: [good(), { ...good(), schedule: { type: 'once', at: '2001-01-01T00:00:00Z' } }, { ...good(), key: 'k1' }] });
+    expect(r.status).toBe(200);
+    expect(r.body.results.map((x: { status: number }) => x.status)).toEqual([201, 400, 201]);
+    expect(r.body.results[1].problem.errors[0].path).toBe('schedule.at');
+    expect((await t.api.get('/v1/jobs')).body.jobs).toHaveLength(2);
+  });
+
+  it('needs the admin token to create tenants', async () => {
+    const anon = apiClient('http://chime.test', null, app.fetch);
+    expect((await anon.post('/v1/tenants', { name: 'x' })).status).toBe(401);
+    const wrong = apiClient('http://chime.test', 'not-the-admin-token-xxxxxxxx', app.fetch);
+    expect((await wrong.post('/v1/tenants', { name: 'x' })).status).toBe(401);
+  });
+});

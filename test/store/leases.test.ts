@@ -1,0 +1,168 @@
+/**
+ * DESIGN.md invariants 3 and 4 at the store level: a claim is a lease; only its holder's outcome is recorded
+ * (`finishRuns`), the reaper returns expired leases to the queue (at-least-once) or ends them `failed`
+ * (at-most-once: an ambiguous outcome is never re-sent; spent attempts), and `releaseLeases` does the same for the
+ * runs a stopping dispatcher gives back.
+ */
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { JobSpecInput } from '../support/store.ts';
+import { createJob } from '../../src/store/jobs.ts';
+import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
+import { finishRuns, type AttemptOutcome } from '../../src/store/queue/finish-runs.ts';
+import { reapExpiredLeases, releaseLeases } from '../../src/store/queue/reap-leases.ts';
+import { DATABASE_TARGETS } from '../support/databases.ts';
+import { attemptsOf, createTestTenantIn, openTestStore, runById, runsOf, T0, testJobSpec, type TestStore } from '../support/store.ts';
+
+/** Lease = callback timeout (1000 ms) + this margin. */
+const MARGIN = 1;
+const LEASE = 1000 + MARGIN;
+
+describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
+  let store: TestStore;
+  let tenantId: string;
+
+  beforeAll(async () => {
+    store = await openTestStore(target);
+    tenantId = await createTestTenantIn(store.ctx);
+  });
+  afterAll(async () => {
+    await store?.close();
+  });
+  beforeEach(async () => {
+    await store.database.db.execute(sql`delete from jobs`);
+  });
+
+  const claim = (owner: string, nowMs: number) => claimRuns(store.database.db, { owner, limit: 100, nowMs, leaseMarginMs: MARGIN });
+  const job = (o: JobSpecInput = {}) => createJob(store.ctx, tenantId, testJobSpec(T0, { callback: { timeoutMs: 1000 }, ...o }), T0);
+  const outcome = (run: ClaimedRun, o: Partial<AttemptOutcome> & Pick<AttemptOutcome, 'runStatus'>): AttemptOutcome => ({
+    runId: run.runId,
+    jobId: run.jobId,
+    attempt: run.attempt,
+    startedAtMs: T0,
+    finishedAtMs: T0 + 10,
+    responseStatus: null,
+    responseBodyExcerpt: null,
+    errorClass: null,
+    error: null,
+    nextAttemptAtMs: null,
+    pauseReason: null,
+    ...o,
+  });
+
+  it("a claim holds a lease of timeout + margin, and the reaper leaves unexpired leases alone", async () => {
+    const j = await job();
+    const [a] = await claim('A', T0);
+    expect(a).toMatchObject({ jobId: j.id, attempt: 1, leaseExpiresAtMs: T0 + LEASE });
+    expect(await runById(store.database, a!.runId)).toMatchObject({ status: 'running', leaseOwner: 'A', leaseExpiresAtMs: T0 + LEASE });
+    expect(await reapExpiredLeases(store.database.db, T0 + LEASE - 1)).toBe(0);
+    expect(await reapExpiredLeases(store.database.db, T0 + LEASE)).toBe(0);
+    expect(await runById(store.database, a!.runId)).toMatchObject({ status: 'running', leaseOwner: 'A' });
+  });
+
+  it("after the lease is reaped and reclaimed by B, A's late outcome does not overwrite B's; the log keeps both", async () => {
+    await job();
+    const [a] = await claim('A', T0);
+    expect(await reapExpiredLeases(store.database.db, T0 + 2000)).toBe(1);
+    expect(await runById(store.database, a!.runId)).toMatchObject({ status: 'retrying', leaseOwner: null, nextAttemptAtMs: T0 + 2000, attempts: 1 });
+
+    const [b, ...none] = await claim('B', T0 + 2000);
+    expect(none).toEqual([]);
+    expect(b).toMatchObject({ runId: a!.runId, attempt: 2 });
+
+    // A's delivery finally answers 200: too late, B holds the run.
+    const lateA = await finishRuns(store.database.db, 'A', [outcome(a!, { runStatus: 'succeeded', responseStatus: 200 })]);
+    expect(lateA.size).toBe(0);
+    expect(await runById(store.database, a!.runId)).toMatchObject({ status: 'running', leaseOwner: 'B', attempts: 2 });
+
+    const heldB = await finishRuns(store.database.db, 'B', [
+      outcome(b!, { runStatus: 'failed', responseStatus: 500, errorClass: 'bad_status', error: 'unexpected status 500' }),
+    ]);
+    expect([...heldB]).toEqual([a!.runId]);
+    expect(await runById(store.database, a!.runId)).toMatchObject({ status: 'failed', leaseOwner: null, error: 'unexpected status 500' });
+    expect(await attemptsOf(store.database, a!.runId)).toEqual([
+      { attempt: 1, responseStatus: 200, errorClass: null, error: null },
+      { attempt: 2, responseStatus: 500, errorClass: 'bad_status', error: 'unexpected status 500' },
+    ]);
+  });
+
+  it("an owner's outcome of an earlier attempt does not overwrite its own later claim of the same run", async () => {
+    await job();
+    const [first] = await claim('A', T0);
+    expect(await reapExpiredLeases(store.database.db, T0 + 2000)).toBe(1);
+    const [second] = await claim('A', T0 + 2000);
+    expect(second).toMatchObject({ runId: first!.runId, attempt: 2 });
+    // Attempt 1's request (still in flight when its lease expired) now answers.
+    const late = await finishRuns(store.database.db, 'A', [outcome(first!, { runStatus: 'succeeded', responseStatus: 200 })]);
+    expect(late.size).toBe(0);
+    expect(await runById(store.database, first!.runId)).toMatchObject({ status: 'running', leaseOwner: 'A', attempts: 2 });
+    const current = await finishRuns(store.database.db, 'A', [outcome(second!, { runStatus: 'succeeded', responseStatus: 204 })]);
+    expect(current.has(first!.runId)).toBe(true);
+    expect(await runById(store.database, first!.runId)).toMatchObject({ status: 'succeeded' });
+    expect((await attemptsOf(store.database, first!.runId)).map((x) => [x.attempt, x.responseStatus])).toEqual([
+      [1, 200],
+      [2, 204],
+    ]);
+  });
+
+  it('the reaper: at-least-once back to retrying due now; at-most-once failed as ambiguous; spent attempts failed', async () => {
+    const again = await job({ name: 'again', retry: { maxAttempts: 3 } });
+    const once = await job({ name: 'once', deliveryMode: 'at-most-once', retry: { maxAttempts: 3 } });
+    const spent = await job({ name: 'spent', retry: { maxAttempts: 1 } });
+    const later = await job({ name: 'later', callback: { timeoutMs: 60_000 } });
+    expect(await claim('A', T0)).toHaveLength(4);
+    const now = T0 + 5_000;
+    expect(await reapExpiredLeases(store.database.db, now)).toBe(3);
+
+    const [r1] = await runsOf(store.database, again.id);
+    expect(r1).toMatchObject({ status: 'retrying', nextAttemptAtMs: now, finishedAtMs: null, leaseOwner: null, leaseExpiresAtMs: null, attempts: 1 });
+    expect(r1!.error).toMatch(/lost its lease/);
+    const [r2] = await runsOf(store.database, once.id);
+    expect(r2).toMatchObject({ status: 'failed', nextAttemptAtMs: null, finishedAtMs: now, leaseOwner: null });
+    expect(r2!.error).toMatch(/^ambiguous outcome: .*not re-sent \(at-most-once\)$/);
+    const [r3] = await runsOf(store.database, spent.id);
+    expect(r3).toMatchObject({ status: 'failed', nextAttemptAtMs: null, finishedAtMs: now, leaseOwner: null });
+    const [r4] = await runsOf(store.database, later.id);
+    expect(r4).toMatchObject({ status: 'running', leaseOwner: 'A' });
+
+    // Only the at-least-once run comes back, as attempt 2 of the same run.
+    const reclaimed = await claim('B', now);
+    expect(reclaimed.map((r) => [r.runId, r.attempt])).toEqual([[r1!.id, 2]]);
+  });
+
+  it("releaseLeases gives back only the owner's listed runs, like the reaper would end them", async () => {
+    const again = await job({ name: 'again', retry: { maxAttempts: 3 } });
+    const once = await job({ name: 'once', deliveryMode: 'at-most-once', retry: { maxAttempts: 3 } });
+    const spent = await job({ name: 'spent', retry: { maxAttempts: 1 } });
+    const unlisted = await job({ name: 'unlisted' });
+    const claimed = await claim('A', T0);
+    expect(claimed).toHaveLength(4);
+    const other = await job({ name: 'other' });
+    const [byB] = await claim('B', T0);
+    expect(byB?.jobId).toBe(other.id);
+
+    const runOf = (jobId: string) => claimed.find((c) => c.jobId === jobId)!.runId;
+    const now = T0 + 500; // before the leases expire: a shutdown, not a reap
+    await releaseLeases(store.database.db, 'A', [runOf(again.id), runOf(once.id), runOf(spent.id), byB!.runId], now);
+
+    const [r1] = await runsOf(store.database, again.id);
+    expect(r1).toMatchObject({ status: 'retrying', nextAttemptAtMs: now, finishedAtMs: null, leaseOwner: null, leaseExpiresAtMs: null });
+    const [r2] = await runsOf(store.database, once.id);
+    expect(r2).toMatchObject({ status: 'failed', nextAttemptAtMs: null, finishedAtMs: now, leaseOwner: null });
+    expect(r2!.error).toMatch(/^ambiguous outcome: .*not re-sent \(at-most-once\)$/);
+    // Its only attempt was the one cut short: it is not sent a second time.
+    const [r3] = await runsOf(store.database, spent.id);
+    expect(r3).toMatchObject({ status: 'failed', nextAttemptAtMs: null, finishedAtMs: now, leaseOwner: null });
+    expect(await runsOf(store.database, unlisted.id)).toMatchObject([{ status: 'running', leaseOwner: 'A' }]);
+    expect(await runsOf(store.database, other.id)).toMatchObject([{ status: 'running', leaseOwner: 'B' }]);
+
+    // A's outcomes arriving after the release change nothing.
+    const late = await finishRuns(
+      store.database.db,
+      'A',
+      claimed.filter((c) => c.jobId !== unlisted.id).map((c) => outcome(c, { runStatus: 'succeeded', responseStatus: 200 })),
+    );
+    expect(late.size).toBe(0);
+    expect((await claim('C', now)).map((r) => r.runId)).toEqual([r1!.id]);
+  });
+});
