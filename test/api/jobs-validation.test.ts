@@ -115,6 +115,22 @@ describe('POST /v1/jobs validation', () => {
     expect((await t.api.get('/v1/jobs')).body.jobs).toHaveLength(2);
   });
 
+  it('Idempotency-Key: same body → the first job with 200, another body → 409, concurrent repeats make one job', async () => {
+    const t = await app.tenant('idem');
+    const h = { 'idempotency-key': 'abc-1' };
+    const first = await t.api.post('/v1/jobs', good(), h);
+    expect(first.status).toBe(201);
+    const again = await t.api.post('/v1/jobs', good(), h);
+    expect(again.status).toBe(200);
+    expect(again.body.jobId).toBe(first.body.jobId);
+    const other = await t.api.post('/v1/jobs', { ...good(), name: 'different' }, h);
+    expect(other.status).toBe(409);
+    const racing = await Promise.all([1, 2, 3].map(() => t.api.post('/v1/jobs', good(), { 'idempotency-key': 'abc-2' })));
+    expect(racing.map((r) => r.status).sort()).toEqual([200, 200, 201]);
+    expect(new Set(racing.map((r) => r.body.jobId)).size).toBe(1);
+    expect((await t.api.get('/v1/jobs')).body.jobs).toHaveLength(2);
+  });
+
   it('needs the admin token to create tenants', async () => {
     const anon = apiClient('http://chime.test', null, app.fetch);
     expect((await anon.post('/v1/tenants', { name: 'x' })).status).toBe(401);

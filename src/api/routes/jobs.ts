@@ -3,6 +3,8 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { JOB_STATUSES, RUN_STATUSES } from '../../domain/states.ts';
 import { createJob, getJob, listJobs } from '../../store/jobs.ts';
 import { isUuid } from '../../domain/ids.ts';
+import { sha256Hex } from '../../store/credentials.ts';
+import { createJobIdempotently } from '../../store/idempotency.ts';
 import { listRuns } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
 import { toJobSpec } from '../job-input.ts';
@@ -21,17 +23,28 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
       method: 'post',
       path: '/v1/jobs',
       summary: 'Register a job',
-      request: { body: { required: true, content: { 'application/json': { schema: JobBodySchema } } } },
+      request: {
+        headers: z.object({ 'idempotency-key': z.string().min(1).max(255).optional() }),
+        body: { required: true, content: { 'application/json': { schema: JobBodySchema } } },
+      },
       responses: {
         201: { description: 'Created: the job and its first run are committed', content: { 'application/json': { schema: JobSchema } } },
+        200: { description: 'The job first created with this Idempotency-Key and body', content: { 'application/json': { schema: JobSchema } } },
         ...problemResponses(400, 401, 409, 413),
       },
     }),
     async (c) => {
       const deps = c.var.deps;
       const now = deps.store.clock.now();
-      const spec = await toJobSpec(c.req.valid('json'), deps, now);
+      const body = c.req.valid('json');
+      const spec = await toJobSpec(body, deps, now);
+      const idempotencyKey = c.req.valid('header')['idempotency-key'];
       try {
+        if (idempotencyKey) {
+          const r = await createJobIdempotently(deps.store, c.var.tenantId, idempotencyKey, await sha256Hex(JSON.stringify(body)), spec, now);
+          if (r.kind === 'mismatch') throw new ApiError('conflict', 'this Idempotency-Key was used with another request body in the last 24 h');
+          return c.json(jobView(r.job), r.kind === 'created' ? 201 : 200);
+        }
         const job = await createJob(deps.store, c.var.tenantId, spec, now);
         return c.json(jobView(job), 201);
       } catch (err) {
