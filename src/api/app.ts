@@ -3,6 +3,7 @@
  * No Node-only imports here or below: services arrive through `deps`.
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
+import { swaggerUI } from '@hono/swagger-ui';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { Context } from 'hono';
@@ -103,6 +104,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     info: { title: 'Chime', version: deps.config.version, description: 'Cron-as-a-service for HTTP callbacks' },
     security: [{ bearer: [] }],
   });
+
+  app.get('/docs', swaggerUI({ url: '/openapi.json' }));
 
   const routes = app.routes.map((r) => ({ method: r.method, re: pathPattern(r.path) }));
   app.notFound((c) => {

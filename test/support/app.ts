@@ -11,6 +11,8 @@ import { ADMIN_TOKEN } from './chime-process.ts';
 export type TestApp = {
   fetch: (input: string, init?: RequestInit) => Promise<Response>;
   tenant(name?: string): Promise<TestTenant>;
+  /** The app's routes as Hono registered them (`:param` form), middleware included (method ALL). */
+  routes: { method: string; path: string }[];
   close(): Promise<void>;
 };
 
@@ -26,6 +28,7 @@ export async function startTestApp(config: Partial<AppConfig> = {}, clock: Clock
   const fetchFn = (input: string, init?: RequestInit) => Promise.resolve(app.request(input, init));
   return {
     fetch: fetchFn,
+    routes: app.routes.map((r) => ({ method: r.method, path: r.path })),
     tenant: (name = 'tenant') => createTestTenant('http://chime.test', name, fetchFn),
     close: () => database.close(),
   };
