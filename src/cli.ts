@@ -1,6 +1,6 @@
 /**
  * The `chime` command and the process composition root (API.md "Start-up and configuration"):
- *   chime serve [--role api|dispatcher|all]   chime migrate   chime tenant create --name N   chime node
+ *   chime serve [--role api|dispatcher|all]   chime migrate   chime tenant create --name N   chime listen   chime node
  * SIGTERM (or SIGINT) drains: the API stops accepting, the dispatcher stops claiming and lets in-flight callbacks
  * finish within CHIME_SHUTDOWN_GRACE_MS (a second signal cuts that short), leases of the rest are released, exit 0.
  */
@@ -23,6 +23,8 @@ const USAGE = `usage: chime <command>
   serve [--role api|dispatcher|all]   run the service (default: all, on PORT)
   migrate                             apply database migrations
   tenant create --name NAME           create a tenant; prints its API key and signing secret once
+  listen [--port P] [--secret whsec_…] [--jwks URL]
+                                      a local receiver that prints each callback and checks its signatures
   node                                the JSON-lines node protocol on stdin/stdout
 `;
 const ROLES = ['api', 'dispatcher', 'all'] as const;
@@ -52,6 +54,21 @@ async function main(argv: string[]): Promise<number> {
       } finally {
         await rt.database.close();
       }
+      return 0;
+    }
+    case 'listen': {
+      const { values } = parseArgs({
+        args: rest,
+        options: { port: { type: 'string', default: '9000' }, secret: { type: 'string', multiple: true }, jwks: { type: 'string' } },
+      });
+      const port = Number(values.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) return usage('--port must be a port number');
+      const secrets = values.secret ?? (process.env.CHIME_SIGNING_SECRET ? [process.env.CHIME_SIGNING_SECRET] : []);
+      const { runListen } = await import('./listen.ts');
+      const listener = await runListen({ port, secrets, out: process.stdout, ...(values.jwks ? { jwksUrl: values.jwks } : {}) });
+      process.stderr.write(`listening for callbacks on ${listener.url}${secrets.length ? '' : ' (no --secret: signatures are not checked)'}\n`);
+      await new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));
+      await listener.close();
       return 0;
     }
     case 'node': {

@@ -13,7 +13,7 @@ describe('OpenAPI', () => {
   afterAll(() => app.close());
 
   it('documents every /v1 route with its method', async () => {
-    const doc = await (await app.fetch('http://chime.test/openapi.json')).json();
+    const doc = (await (await app.fetch('http://chime.test/openapi.json')).json()) as { openapi: string; paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, unknown> } };
     expect(doc.openapi).toBe('3.1.0');
     const documented = new Set<string>();
     for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
