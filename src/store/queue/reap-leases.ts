@@ -11,22 +11,26 @@ export const REAP_INTERVAL_DEFAULT_MS = 5_000;
 /** Most runs one reaper pass returns. */
 export const REAP_BATCH_DEFAULT = 1_000;
 
+/**
+ * The SET clause that takes a run back from its lease holder (`r` the run, `j` its job): at-least-once runs with
+ * attempts left become due now; at-most-once runs, and runs whose attempts are spent, end `failed`.
+ */
+function giveBack(nowIso: string, atMostOnceError: string, otherError: string) {
+  const ends = sql`(j.delivery_mode = 'at-most-once' or r.attempts >= (j.retry->>'maxAttempts')::int)`;
+  return sql`status = case when ${ends} then 'failed' else 'retrying' end,
+    next_attempt_at = case when ${ends} then null else ${nowIso}::timestamptz end,
+    finished_at = case when ${ends} then ${nowIso}::timestamptz end,
+    error = case when j.delivery_mode = 'at-most-once' then ${atMostOnceError}::text else ${otherError}::text end,
+    lease_owner = null, lease_expires_at = null`;
+}
+
 /** Reaps up to `limit` expired leases at `nowMs`. @returns how many runs were returned or failed */
 export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATCH_DEFAULT): Promise<number> {
   const now = new Date(nowMs).toISOString();
   const rows = await query<{ id: string }>(
     db,
     sql`update runs r
-        set status = case when j.delivery_mode = 'at-most-once' or r.attempts >= (j.retry->>'maxAttempts')::int
-                          then 'failed' else 'retrying' end,
-            next_attempt_at = case when j.delivery_mode = 'at-most-once' or r.attempts >= (j.retry->>'maxAttempts')::int
-                                   then null else ${now}::timestamptz end,
-            finished_at = case when j.delivery_mode = 'at-most-once' or r.attempts >= (j.retry->>'maxAttempts')::int
-                               then ${now}::timestamptz end,
-            error = case when j.delivery_mode = 'at-most-once'
-                         then 'ambiguous outcome: the dispatcher lost its lease mid-delivery; not re-sent (at-most-once)'
-                         else 'the dispatcher lost its lease mid-delivery' end,
-            lease_owner = null, lease_expires_at = null
+        set ${giveBack(now, 'ambiguous outcome: the dispatcher lost its lease mid-delivery; not re-sent (at-most-once)', 'the dispatcher lost its lease mid-delivery')}
         from (select id from runs where status = 'running' and lease_expires_at < ${now}::timestamptz
               limit ${limit} for update skip locked) expired, jobs j
         where r.id = expired.id and j.id = r.job_id
@@ -36,23 +40,14 @@ export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATC
 }
 
 /**
- * Gives back runs this dispatcher still holds (graceful shutdown past its bound): at-least-once runs become due
- * now unless their attempts are spent; at-most-once runs and spent ones end `failed`, as the reaper would end them.
+ * Gives back runs this dispatcher still holds (graceful shutdown past its bound), as the reaper would once their
+ * leases expired, but at once.
  */
 export async function releaseLeases(db: Db, owner: string, runIds: string[], nowMs: number): Promise<void> {
   if (runIds.length === 0) return;
   const now = new Date(nowMs).toISOString();
   await db.execute(sql`update runs r
-    set status = case when j.delivery_mode = 'at-most-once' or r.attempts >= (j.retry->>'maxAttempts')::int
-                      then 'failed' else 'retrying' end,
-        next_attempt_at = case when j.delivery_mode = 'at-most-once' or r.attempts >= (j.retry->>'maxAttempts')::int
-                               then null else ${now}::timestamptz end,
-        finished_at = case when j.delivery_mode = 'at-most-once' or r.attempts >= (j.retry->>'maxAttempts')::int
-                           then ${now}::timestamptz end,
-        error = case when j.delivery_mode = 'at-most-once'
-                     then 'ambiguous outcome: shutdown interrupted the request; not re-sent (at-most-once)'
-                     else 'released at shutdown' end,
-        lease_owner = null, lease_expires_at = null
+    set ${giveBack(now, 'ambiguous outcome: shutdown interrupted the request; not re-sent (at-most-once)', 'released at shutdown')}
     from jobs j
     where r.id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(runIds)}::jsonb))
       and r.lease_owner = ${owner} and r.status = 'running' and j.id = r.job_id`);
