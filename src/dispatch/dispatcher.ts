@@ -90,6 +90,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const limiter = new Limiter(o.concurrency, o.perDestination);
   const wakeup = new Wakeup();
   const inFlight = new Map<string, Promise<void>>();
+  /** Runs whose leases `stop()` gave back: they must not be sent any more, nor their late outcomes written. */
+  const released = new Set<string>();
   const pending: AttemptOutcome[] = [];
   let flushing: Promise<void> | null = null;
   let running = false;
@@ -117,9 +119,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         const due = await nextDueAt(db);
         const now = clock.now();
         const wait = due === null ? o.pollMs : due <= now ? CONTENDED_SLEEP_MS : Math.min(due - now, o.pollMs);
+        // stop() may have come while this iteration awaited the database: its wake() found no sleep to end.
+        if (!running) break;
         await wakeup.sleep(wait, now);
       } catch (err) {
         logger.error({ err, backoffMs: backoff }, 'claim failed; retrying');
+        if (!running) break;
         await wakeup.sleep(backoff, clock.now());
         backoff = Math.min(backoff * 2, ERROR_BACKOFF_MAX_MS);
       }
@@ -127,8 +132,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   function track(run: ClaimedRun): void {
-    const p = deliverRun(run).finally(() => {
-      inFlight.delete(run.runId);
+    const p: Promise<void> = deliverRun(run).finally(() => {
+      // A later attempt of the same run (this one's lease expired and was reclaimed) may have replaced this entry.
+      if (inFlight.get(run.runId) === p) inFlight.delete(run.runId);
       const r = slotFreed;
       slotFreed = null;
       r?.();
@@ -144,12 +150,19 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     try {
       startedAtMs = clock.now();
       const req = await buildCallbackRequest(run, deps.keyring, startedAtMs, deps.userAgent);
+      // Released by stop() while it waited for a slot: it was never sent, and no longer ours to send.
+      if (released.has(run.runId)) return;
       result = await deps.deliver(req, () => clock.now());
     } catch (err) {
       logger.error({ err, runId: run.runId, jobId: run.jobId, tenantId: run.tenantId }, 'could not build the callback request');
       result = { kind: 'error', errorClass: ERROR_CLASS.internal, message: `internal error: ${(err as Error).message}`, maybeSent: false };
     } finally {
       limiter.release(origin);
+    }
+    if (released.has(run.runId)) {
+      // stop() released this lease and has returned (the database may be closed): the run's state is the release's.
+      logger.warn({ runId: run.runId, jobId: run.jobId, attempt: run.attempt }, 'attempt finished after its lease was released at shutdown; not recorded');
+      return;
     }
     const finishedAtMs = clock.now();
     const d = decideAfterAttempt(
@@ -258,6 +271,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       endGrace = null;
       if (how === 'timeout' && inFlight.size > 0) {
         const ids = [...inFlight.keys()];
+        for (const id of ids) released.add(id);
         logger.warn({ runs: ids.length }, 'shutdown grace over: releasing leases of callbacks still in flight');
         await releaseLeases(db, o.owner, ids, clock.now()).catch((err) => logger.error({ err }, 'releasing leases failed'));
       }

@@ -5,7 +5,7 @@
  *   exponential  initialDelayMs × multiplier^(n−1)
  *   linear       initialDelayMs × n
  *   fixed        initialDelayMs
- * capped by maxDelayMs. With `jitter` the delay is drawn uniformly from [½, 1] of that ("equal jitter", as in
+ * rounded to whole ms and capped by maxDelayMs. With `jitter` the delay is drawn uniformly from [½, 1] of that ("equal jitter", as in
  * the AWS Architecture Blog's "Exponential Backoff And Jitter"), so synchronized failures spread out.
  * A `Retry-After` (429/503) raises the delay to at least its value, still capped by maxDelayMs.
  */

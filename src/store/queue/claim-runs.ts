@@ -170,12 +170,15 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
   });
 }
 
-/** Jobs with `overlapPolicy: skip` among `rows` that have another run running or retrying. */
+/**
+ * Jobs with `overlapPolicy: skip` among `rows` that have another run running or retrying. A retry of the job claimed
+ * in this same batch (already `running` in this transaction) counts: only the candidates themselves are left out.
+ */
 async function busyJobs(tx: Parameters<Parameters<Db['transaction']>[0]>[0], rows: Row[]): Promise<Set<string>> {
   const candidates = rows.filter((r) => r.overlap_policy === 'skip' && r.trigger === 'schedule' && r.attempts === 1);
   if (candidates.length === 0) return new Set();
   const jobIds = JSON.stringify([...new Set(candidates.map((r) => r.job_id))]);
-  const claimed = JSON.stringify(rows.map((r) => r.id));
+  const claimed = JSON.stringify(candidates.map((r) => r.id));
   const busy = await query<{ job_id: string }>(
     tx,
     sql`select distinct job_id from runs
