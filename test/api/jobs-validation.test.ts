@@ -104,6 +104,12 @@ describe('POST /v1/jobs validation', () => {
     const p3 = await t.api.get(`/v1/jobs?limit=2&cursor=${p2.body.nextCursor}`);
     expect(p3.body).toEqual({ jobs: [expect.objectContaining({ jobId: ids[0] })], nextCursor: null });
     expect((await t.api.get('/v1/jobs?limit=101')).status).toBe(400);
+    // The status filter: pause one, and each status lists only its own.
+    expect((await t.api.request('PATCH', `/v1/jobs/${ids[2]}`, { paused: true })).status).toBe(200);
+    const paused = await t.api.get('/v1/jobs?status=paused');
+    expect(paused.body.jobs.map((j: { jobId: string }) => j.jobId)).toEqual([ids[2]]);
+    expect((await t.api.get('/v1/jobs?status=active')).body.jobs).toHaveLength(4);
+    expect((await t.api.get('/v1/jobs?status=sleeping')).status).toBe(400);
   });
 
   it('batch: answers each job in order and commits the valid ones', async () => {
