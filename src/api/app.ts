@@ -13,6 +13,7 @@ import { publicJwks } from '../store/jwt-keys.ts';
 import type { AppDeps, AppEnv } from './env.ts';
 import { ApiError, problemResponse, type FieldError } from './problems.ts';
 import { batchRoutes } from './routes/batch.ts';
+import { errorCodes } from './routes/common.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { jobLifecycleRoutes } from './routes/job-lifecycle.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
@@ -139,11 +140,7 @@ function toApiError(err: unknown, deps: AppDeps): ApiError {
 
 /** Connection-level failures of either driver (the server is down or restarting). */
 function isDatabaseUnavailable(err: unknown): boolean {
-  for (let e = err as { code?: string; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
-    const code = String(e.code ?? '');
-    if (/^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|CONNECTION_|57P0[123]|08\d\d\d)/.test(code)) return true;
-  }
-  return false;
+  return errorCodes(err).some((code) => /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|CONNECTION_|57P0[123]|08\d\d\d)/.test(code));
 }
 
 export type { AppDeps, Context };

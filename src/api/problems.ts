@@ -46,18 +46,16 @@ export function validationError(errors: FieldError[]): ApiError {
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
+/** The RFC 9457 body of a problem: `{ type, title, status, detail, errors? }`. */
+export function problemBody(code: ProblemCode, detail: string, errors?: FieldError[]) {
+  const { title, status } = PROBLEMS[code];
+  return { type: `urn:chime:problem:${code}`, title, status, detail, ...(errors ? { errors } : {}) };
+}
+
 /** The problem+json response of an ApiError. */
-export function problemResponse(c: Context, err: ApiError): Response {
-  const { title, status } = PROBLEMS[err.code];
-  const body = {
-    type: `urn:chime:problem:${err.code}`,
-    title,
-    status,
-    detail: err.detail,
-    ...(err.errors ? { errors: err.errors } : {}),
-  };
-  return new Response(JSON.stringify(body), {
-    status,
+export function problemResponse(_c: Context, err: ApiError): Response {
+  return new Response(JSON.stringify(problemBody(err.code, err.detail, err.errors)), {
+    status: err.status,
     headers: { 'content-type': PROBLEM_CONTENT_TYPE, ...(err.headers ?? {}) },
   });
 }

@@ -10,7 +10,7 @@ import { and, eq, inArray } from 'drizzle-orm';
 import { jobs } from '../../store/schema.ts';
 import type { AppEnv } from '../env.ts';
 import { toJobSpec } from '../job-input.ts';
-import { ApiError, PROBLEMS, type ProblemCode } from '../problems.ts';
+import { ApiError, problemBody } from '../problems.ts';
 import { JobBodySchema, JobSchema, ProblemSchema } from '../schemas.ts';
 import { jobView } from '../views.ts';
 import { isUniqueViolation, problemResponses } from './common.ts';
@@ -20,13 +20,7 @@ export const MAX_BATCH_JOBS = 1000;
 
 type Result = { status: 201; job: ReturnType<typeof jobView> } | { status: number; problem: z.infer<typeof ProblemSchema> };
 
-const problem = (code: ProblemCode, detail: string, errors?: { path: string; message: string }[]) => ({
-  type: `urn:chime:problem:${code}`,
-  title: PROBLEMS[code].title,
-  status: PROBLEMS[code].status,
-  detail,
-  ...(errors ? { errors } : {}),
-});
+const problem = problemBody;
 
 export function batchRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();

@@ -12,10 +12,16 @@ export function problemResponses(...statuses: number[]) {
   return out;
 }
 
-/** True for PostgreSQL's unique_violation (SQLSTATE 23505), from either driver (drizzle may wrap it in `cause`). */
-export function isUniqueViolation(err: unknown): boolean {
-  for (let e = err as { code?: string; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
-    if (e.code === '23505') return true;
+/** The `code`s along an error's `cause` chain (drizzle wraps driver errors; at most 5 deep). */
+export function errorCodes(err: unknown): string[] {
+  const codes: string[] = [];
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
+    if (e.code !== undefined) codes.push(String(e.code));
   }
-  return false;
+  return codes;
+}
+
+/** True for PostgreSQL's unique_violation (SQLSTATE 23505), from either driver. */
+export function isUniqueViolation(err: unknown): boolean {
+  return errorCodes(err).includes('23505');
 }

@@ -3,6 +3,7 @@
  * `/v1/api-keys`, `POST /v1/signing-secrets/rotate`.
  */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { isUuid } from '../../domain/ids.ts';
 import { timingSafeEqualStrings } from '../../store/credentials.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../store/api-keys.ts';
 import { rotateSigningSecret } from '../../store/signing-secrets.ts';
@@ -116,7 +117,7 @@ export function tenantRoutes(): OpenAPIHono<AppEnv> {
     }),
     async (c) => {
       const { keyId } = c.req.valid('param');
-      const ok = /^[0-9a-f-]{36}$/i.test(keyId) && (await revokeApiKey(c.var.deps.store, c.var.tenantId, keyId));
+      const ok = isUuid(keyId) && (await revokeApiKey(c.var.deps.store, c.var.tenantId, keyId));
       if (!ok) throw new ApiError('not_found', `no API key ${keyId}`);
       return c.body(null, 204);
     },
