@@ -7,7 +7,14 @@ import { DISPATCHER_DEFAULTS } from './dispatch/dispatcher.ts';
 
 export const DEFAULT_PORT = 8080;
 export const DEFAULT_DATA_DIR = './.chime';
+/** Per-tenant API limits: requests per second (token bucket, per API process; 0 = off) and active jobs (0 = no quota). */
+export const DEFAULT_LIMITS = { ratePerSecond: 100, maxActiveJobs: 100_000 } as const;
+/** Finished runs (and their attempts) older than this many days are pruned; 0 keeps them forever. */
+export const DEFAULT_RETENTION_DAYS = 30;
+/** The JWT signing key is rotated when older than this many days; the retired key stays in the JWKS a while. */
+export const DEFAULT_JWT_KEY_MAX_AGE_DAYS = 30;
 
+const DAY_MS = 86_400_000;
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const positiveInt = z.coerce.number().int().positive();
 
@@ -24,6 +31,11 @@ const EnvSchema = z.object({
   CHIME_DISPATCH_PER_DESTINATION: positiveInt.default(DISPATCHER_DEFAULTS.perDestination),
   CHIME_DISPATCH_BATCH_SIZE: positiveInt.max(1000).default(DISPATCHER_DEFAULTS.batchSize),
   CHIME_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(DISPATCHER_DEFAULTS.shutdownGraceMs),
+  CHIME_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.ratePerSecond),
+  CHIME_RATE_LIMIT_BURST: positiveInt.optional(),
+  CHIME_MAX_ACTIVE_JOBS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.maxActiveJobs),
+  CHIME_RETENTION_DAYS: z.coerce.number().min(0).default(DEFAULT_RETENTION_DAYS),
+  CHIME_JWT_KEY_MAX_AGE_DAYS: z.coerce.number().positive().default(DEFAULT_JWT_KEY_MAX_AGE_DAYS),
 });
 
 export type Config = {
@@ -37,6 +49,12 @@ export type Config = {
   allowPrivateDestinations: boolean;
   logLevel: string;
   dispatch: { concurrency: number; perDestination: number; batchSize: number; shutdownGraceMs: number };
+  /** Per-tenant API limits; `ratePerSecond` 0 disables rate limiting, `maxActiveJobs` 0 disables the quota. */
+  limits: { ratePerSecond: number; burst: number; maxActiveJobs: number };
+  /** Age in ms after which finished runs are pruned; 0 = never. */
+  retentionMs: number;
+  /** Age in ms after which the JWT signing key is rotated. */
+  jwtKeyMaxAgeMs: number;
 };
 
 /** A configuration problem, naming the variable. */
@@ -72,5 +90,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       batchSize: e.CHIME_DISPATCH_BATCH_SIZE,
       shutdownGraceMs: e.CHIME_SHUTDOWN_GRACE_MS,
     },
+    limits: {
+      ratePerSecond: e.CHIME_RATE_LIMIT_PER_SECOND,
+      burst: e.CHIME_RATE_LIMIT_BURST ?? 2 * e.CHIME_RATE_LIMIT_PER_SECOND,
+      maxActiveJobs: e.CHIME_MAX_ACTIVE_JOBS,
+    },
+    retentionMs: Math.round(e.CHIME_RETENTION_DAYS * DAY_MS),
+    jwtKeyMaxAgeMs: Math.round(e.CHIME_JWT_KEY_MAX_AGE_DAYS * DAY_MS),
   };
 }
