@@ -31,6 +31,8 @@ const EnvSchema = z.object({
   CHIME_DISPATCH_PER_DESTINATION: positiveInt.default(DISPATCHER_DEFAULTS.perDestination),
   CHIME_DISPATCH_BATCH_SIZE: positiveInt.max(1000).default(DISPATCHER_DEFAULTS.batchSize),
   CHIME_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(DISPATCHER_DEFAULTS.shutdownGraceMs),
+  CHIME_LEASE_MARGIN_MS: z.coerce.number().int().min(0).default(DISPATCHER_DEFAULTS.leaseMarginMs),
+  CHIME_REAP_INTERVAL_MS: positiveInt.default(DISPATCHER_DEFAULTS.reapIntervalMs),
   CHIME_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.ratePerSecond),
   CHIME_RATE_LIMIT_BURST: positiveInt.optional(),
   CHIME_MAX_ACTIVE_JOBS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.maxActiveJobs),
@@ -48,7 +50,16 @@ export type Config = {
   encryptionKey: string | null;
   allowPrivateDestinations: boolean;
   logLevel: string;
-  dispatch: { concurrency: number; perDestination: number; batchSize: number; shutdownGraceMs: number };
+  dispatch: {
+    concurrency: number;
+    perDestination: number;
+    batchSize: number;
+    shutdownGraceMs: number;
+    /** Lease = callback timeout + this, in ms. */
+    leaseMarginMs: number;
+    /** How often expired leases are reaped, in ms. */
+    reapIntervalMs: number;
+  };
   /** Per-tenant API limits; `ratePerSecond` 0 disables rate limiting, `maxActiveJobs` 0 disables the quota. */
   limits: { ratePerSecond: number; burst: number; maxActiveJobs: number };
   /** Age in ms after which finished runs are pruned; 0 = never. */
@@ -89,6 +100,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       perDestination: e.CHIME_DISPATCH_PER_DESTINATION,
       batchSize: e.CHIME_DISPATCH_BATCH_SIZE,
       shutdownGraceMs: e.CHIME_SHUTDOWN_GRACE_MS,
+      leaseMarginMs: e.CHIME_LEASE_MARGIN_MS,
+      reapIntervalMs: e.CHIME_REAP_INTERVAL_MS,
     },
     limits: {
       ratePerSecond: e.CHIME_RATE_LIMIT_PER_SECOND,
