@@ -8,7 +8,6 @@
  * Outcomes are buffered and written in batches (`finishRuns`), only where this dispatcher still holds the lease.
  */
 import type { Logger } from 'pino';
-import { decideAfterAttempt, ERROR_CLASS, type HttpResult } from '../domain/attempt-outcome.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { Database } from '../store/db.ts';
 import { RUNS_CHANNEL } from '../store/db.ts';
@@ -16,7 +15,7 @@ import { newId } from '../domain/ids.ts';
 import { claimRuns, type ClaimedRun } from '../store/queue/claim-runs.ts';
 import { finishRuns, type AttemptOutcome } from '../store/queue/finish-runs.ts';
 import { nextDueAt, reapExpiredLeases, releaseLeases, REAP_INTERVAL_DEFAULT_MS } from '../store/queue/reap-leases.ts';
-import { buildCallbackRequest } from './callback-request.ts';
+import { performAttempt, type AttemptDeps } from './attempt.ts';
 import type { Deliver } from './deliver.ts';
 import type { Keyring } from './keyring.ts';
 import { Limiter } from './limiter.ts';
@@ -100,7 +99,16 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let reapTimer: NodeJS.Timeout | null = null;
   let slotFreed: (() => void) | null = null;
   let endGrace: (() => void) | null = null;
-  const random = deps.random ?? Math.random;
+  const attemptDeps: AttemptDeps = {
+    clock,
+    keyring: deps.keyring,
+    deliver: deps.deliver,
+    userAgent: deps.userAgent,
+    random: deps.random ?? Math.random,
+    abandoned: (run) => released.has(run.runId),
+    onBuildError: (err, run) =>
+      logger.error({ err, runId: run.runId, jobId: run.jobId, tenantId: run.tenantId }, 'could not build the callback request'),
+  };
 
   async function loop(): Promise<void> {
     let backoff = ERROR_BACKOFF_MIN_MS;
@@ -145,57 +153,22 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   async function deliverRun(run: ClaimedRun): Promise<void> {
     const origin = originOf(run.callback.url);
     await limiter.acquire(origin);
-    let startedAtMs = clock.now();
-    let result: HttpResult;
+    let outcome: AttemptOutcome | null;
     try {
-      startedAtMs = clock.now();
-      const req = await buildCallbackRequest(run, deps.keyring, startedAtMs, deps.userAgent);
-      // Released by stop() while it waited for a slot: it was never sent, and no longer ours to send.
-      if (released.has(run.runId)) return;
-      result = await deps.deliver(req, () => clock.now());
-    } catch (err) {
-      logger.error({ err, runId: run.runId, jobId: run.jobId, tenantId: run.tenantId }, 'could not build the callback request');
-      result = { kind: 'error', errorClass: ERROR_CLASS.internal, message: `internal error: ${(err as Error).message}`, maybeSent: false };
+      outcome = await performAttempt(run, attemptDeps);
     } finally {
       limiter.release(origin);
     }
-    if (released.has(run.runId)) {
-      // stop() released this lease and has returned (the database may be closed): the run's state is the release's.
-      logger.warn({ runId: run.runId, jobId: run.jobId, attempt: run.attempt }, 'attempt finished after its lease was released at shutdown; not recorded');
+    // Released by stop() (while it waited for a slot, or in flight after the grace): the run's state is the release's.
+    if (outcome === null || released.has(run.runId)) {
+      if (outcome) logger.warn({ runId: run.runId, jobId: run.jobId, attempt: run.attempt }, 'attempt finished after its lease was released at shutdown; not recorded');
       return;
     }
-    const finishedAtMs = clock.now();
-    const d = decideAfterAttempt(
-      {
-        attempt: run.attempt,
-        scheduledForMs: run.scheduledForMs,
-        relevancyWindowMs: run.relevancyWindowMs,
-        retry: run.retry,
-        deliveryMode: run.deliveryMode,
-        successStatusCodes: run.callback.successStatusCodes,
-      },
-      result,
-      finishedAtMs,
-      random,
-    );
     logger.debug(
-      { runId: run.runId, jobId: run.jobId, tenantId: run.tenantId, attempt: run.attempt, outcome: d.runStatus },
+      { runId: run.runId, jobId: run.jobId, tenantId: run.tenantId, attempt: run.attempt, outcome: outcome.runStatus },
       'attempt finished',
     );
-    pending.push({
-      runId: run.runId,
-      jobId: run.jobId,
-      attempt: run.attempt,
-      startedAtMs,
-      finishedAtMs,
-      responseStatus: result.kind === 'response' ? result.status : null,
-      responseBodyExcerpt: result.kind === 'response' ? result.bodyExcerpt : null,
-      errorClass: d.errorClass,
-      error: d.error,
-      runStatus: d.runStatus,
-      nextAttemptAtMs: d.nextAttemptAtMs,
-      pauseReason: d.pauseReason,
-    });
+    pending.push(outcome);
     flush();
   }
 
