@@ -8,7 +8,13 @@ import { parseArgs } from 'node:util';
 import { serve as serveHttp, type ServerType } from '@hono/node-server';
 import { pino, type Logger } from 'pino';
 import pkg from '../package.json' with { type: 'json' };
-import { createApp } from './api/app.ts';
+import { Hono } from 'hono';
+import { sql } from 'drizzle-orm';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { createApp, type AppDeps } from './api/app.ts';
+import { createHousekeeper, type Housekeeper } from './dispatch/housekeeping.ts';
+import { createDispatchMetrics, registerDueBacklog } from './dispatch/metrics.ts';
+import { countDueRuns } from './store/queue/due-backlog.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createCallbackAgent, createDeliver } from './dispatch/deliver.ts';
 import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts';
@@ -92,11 +98,22 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   // Opening the signing key proves the encryption key is the one the data was sealed with.
   await ensureJwtKey(rt.store);
 
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const dispatchMetrics = createDispatchMetrics(registry);
+  registerDueBacklog(registry, () => countDueRuns(rt.database.db, rt.clock.now()));
+  const metrics = { contentType: registry.contentType, render: () => registry.metrics() };
+
   let server: ServerType | null = null;
   let dispatcher: Dispatcher | null = null;
-  if (role !== 'dispatcher') server = await startApi(config, rt, logger);
+  let housekeeper: Housekeeper | null = null;
+  // A dispatcher-only process still answers /healthz, /readyz and /metrics on PORT.
+  server = role === 'dispatcher' ? await startOpsServer(config, rt, logger, metrics) : await startApi(config, rt, logger, metrics);
   if (role !== 'api') {
+    housekeeper = createHousekeeper({ db: rt.database.db, clock: rt.clock, logger, retentionMs: config.retentionMs, metrics: dispatchMetrics });
+    housekeeper.start();
     dispatcher = createDispatcher({
+      metrics: dispatchMetrics,
       database: rt.database,
       clock: rt.clock,
       logger,
@@ -126,14 +143,18 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
 
   const closing = server ? new Promise<void>((r) => server!.close(() => r())) : Promise.resolve();
   await dispatcher?.stop();
+  await housekeeper?.stop();
   await closing;
   await rt.database.close();
   logger.info('stopped');
   return 0;
 }
 
-function startApi(config: Config, rt: Runtime, logger: Logger): Promise<ServerType> {
+type MetricsExposition = NonNullable<AppDeps['metrics']>;
+
+function startApi(config: Config, rt: Runtime, logger: Logger, metrics: MetricsExposition): Promise<ServerType> {
   const app = createApp({
+    metrics,
     store: rt.store,
     database: rt.database,
     config: { adminToken: config.adminToken, signup: config.signup, allowPrivateDestinations: config.allowPrivateDestinations, version: pkg.version },
@@ -145,8 +166,28 @@ function startApi(config: Config, rt: Runtime, logger: Logger): Promise<ServerTy
     },
     onUnexpectedError: (err) => logger.error({ err }, 'unexpected error in a request'),
   });
+  return listen(app.fetch, config.port, logger);
+}
+
+/** The operations endpoints of a dispatcher-only process: /healthz, /readyz (database reachable), /metrics. */
+function startOpsServer(config: Config, rt: Runtime, logger: Logger, metrics: MetricsExposition): Promise<ServerType> {
+  const ops = new Hono();
+  ops.get('/healthz', (c) => c.json({ status: 'ok' }));
+  ops.get('/readyz', async (c) => {
+    try {
+      await rt.database.db.execute(sql`select 1`);
+      return c.json({ status: 'ready' });
+    } catch {
+      return c.json({ status: 'unavailable' }, 503);
+    }
+  });
+  ops.get('/metrics', async (c) => c.body(await metrics.render(), 200, { 'content-type': metrics.contentType }));
+  return listen(ops.fetch, config.port, logger);
+}
+
+function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, logger: Logger): Promise<ServerType> {
   return new Promise((resolve) => {
-    const server = serveHttp({ fetch: app.fetch, port: config.port, hostname: '0.0.0.0' }, (info) => {
+    const server = serveHttp({ fetch, port, hostname: '0.0.0.0' }, (info) => {
       logger.info({ port: info.port }, 'listening');
       resolve(server);
     });

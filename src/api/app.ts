@@ -6,13 +6,17 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { swaggerUI } from '@hono/swagger-ui';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { sql } from 'drizzle-orm';
 import { authenticateApiKey } from '../store/api-keys.ts';
+import { QuotaExceededError } from '../store/jobs.ts';
 import { publicJwks } from '../store/jwt-keys.ts';
 import type { AppDeps, AppEnv } from './env.ts';
 import { ApiError, problemResponse, type FieldError } from './problems.ts';
+import { jsonGuard } from './json-guard.ts';
+import { rateLimit, TokenBuckets } from './rate-limit.ts';
 import { batchRoutes } from './routes/batch.ts';
+import { compatRoutes } from './routes/compat.ts';
 import { errorCodes } from './routes/common.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { jobLifecycleRoutes } from './routes/job-lifecycle.ts';
@@ -79,8 +83,14 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     return c.json(await publicJwks(deps.store));
   });
 
+  app.get('/metrics', async (c) => {
+    if (!deps.metrics) throw new ApiError('not_found', 'metrics are not collected in this runtime');
+    return c.body(await deps.metrics.render(), 200, { 'content-type': deps.metrics.contentType });
+  });
+
   app.route('/', signupRoutes());
-  app.use('/v1/*', async (c, next) => {
+  // Tenant routes (/v1 and the compatibility routes): API key, then the tenant's rate limit, then the body check.
+  const requireApiKey: MiddlewareHandler<AppEnv> = async (c, next) => {
     if (c.req.path === '/v1/tenants') return next();
     const key = bearer(c.req.header('authorization'));
     const auth = key ? await authenticateApiKey(deps.store, key) : null;
@@ -91,13 +101,21 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     }
     c.set('tenantId', auth.tenantId);
     await next();
-  });
+  };
+  const limits = deps.config.limits;
+  const buckets = limits && limits.ratePerSecond > 0 ? new TokenBuckets(limits.ratePerSecond, limits.burst) : null;
+  for (const path of ['/v1/*', '/jobs/*']) {
+    app.use(path, requireApiKey);
+    if (buckets) app.use(path, rateLimit(buckets, deps.store.clock));
+  }
+  app.use('*', jsonGuard());
   app.route('/', tenantRoutes());
   app.route('/', batchRoutes());
   app.route('/', jobRoutes());
   app.route('/', jobLifecycleRoutes());
   app.route('/', scheduleRoutes());
   app.route('/', runRoutes());
+  app.route('/', compatRoutes());
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
   app.doc31('/openapi.json', {
@@ -128,6 +146,7 @@ function pathPattern(path: string): RegExp {
 /** Maps anything thrown to an ApiError; unexpected errors are reported to `onUnexpectedError`, never shown. */
 function toApiError(err: unknown, deps: AppDeps): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof QuotaExceededError) return new ApiError('quota_exceeded', err.message);
   if (err instanceof HTTPException) {
     if (err.status === 400) return new ApiError('malformed_json', err.message);
     if (err.status === 413) return new ApiError('payload_too_large', err.message);

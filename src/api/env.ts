@@ -5,12 +5,27 @@ import type { StoreContext } from '../store/context.ts';
 /** Resolves a callback host at registration and refuses non-public addresses (Node: DNS; Workers: none). */
 export type ResolveHost = (hostname: string) => Promise<{ ok: true } | { ok: false; reason: string }>;
 
+/**
+ * Per-tenant limits of the API (config.ts `limits`, from CHIME_RATE_LIMIT_PER_SECOND, CHIME_RATE_LIMIT_BURST,
+ * CHIME_MAX_ACTIVE_JOBS).
+ */
+export type ApiLimits = {
+  /** Requests per second each tenant may make to one API process (token bucket refill rate); 0 = no rate limit. */
+  ratePerSecond: number;
+  /** Requests a tenant may make at once after being idle (the bucket's capacity); at least 1 when limiting. */
+  burst: number;
+  /** Most jobs a tenant may have `active` or `paused` at once; 0 = no quota. */
+  maxActiveJobs: number;
+};
+
 export type AppConfig = {
   /** Bearer token allowed to create tenants; null = only the CLI creates tenants (unless signup is open). */
   adminToken: string | null;
   signup: 'open' | 'closed';
   allowPrivateDestinations: boolean;
   version: string;
+  /** Per-tenant limits; absent = none (embedders and tests that do not limit). */
+  limits?: ApiLimits;
 };
 
 export type AppDeps = {
@@ -18,6 +33,8 @@ export type AppDeps = {
   database: Pick<Database, 'db'>;
   config: AppConfig;
   resolveHost?: ResolveHost;
+  /** Prometheus exposition of the process's metrics for `GET /metrics` (absent: 404, e.g. on Workers). */
+  metrics?: { contentType: string; render(): Promise<string> };
   /** Called with unexpected errors (5xx); the response never carries them. */
   onUnexpectedError?: (err: unknown) => void;
 };

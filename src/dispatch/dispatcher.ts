@@ -19,6 +19,8 @@ import { performAttempt, type AttemptDeps } from './attempt.ts';
 import type { Deliver } from './deliver.ts';
 import type { Keyring } from './keyring.ts';
 import { Limiter } from './limiter.ts';
+import { createDispatchMetrics, type DispatchMetrics } from './metrics.ts';
+import { Registry } from 'prom-client';
 import { Wakeup } from './wakeup.ts';
 
 export type DispatcherOptions = {
@@ -65,6 +67,8 @@ export type DispatcherDeps = {
   userAgent: string;
   options?: Partial<DispatcherOptions>;
   random?: () => number;
+  /** Prometheus metrics to record into (default: a private registry nobody scrapes). */
+  metrics?: DispatchMetrics;
 };
 
 export interface Dispatcher {
@@ -99,6 +103,19 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let reapTimer: NodeJS.Timeout | null = null;
   let slotFreed: (() => void) | null = null;
   let endGrace: (() => void) | null = null;
+  const metrics = deps.metrics ?? createDispatchMetrics(new Registry());
+  /** Callbacks in flight per origin; an origin's series is removed when it reaches 0, so the label set stays bounded. */
+  const inFlightByOrigin = new Map<string, number>();
+  const countInFlight = (origin: string, delta: number): void => {
+    const n = (inFlightByOrigin.get(origin) ?? 0) + delta;
+    if (n > 0) {
+      inFlightByOrigin.set(origin, n);
+      metrics.inFlight.set({ destination: origin }, n);
+    } else {
+      inFlightByOrigin.delete(origin);
+      metrics.inFlight.remove({ destination: origin });
+    }
+  };
   const attemptDeps: AttemptDeps = {
     clock,
     keyring: deps.keyring,
@@ -120,7 +137,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           continue;
         }
         const limit = Math.min(o.batchSize, free);
+        const endClaim = metrics.claimDuration.startTimer();
         const claimed = await claimRuns(db, { owner: o.owner, limit, nowMs: clock.now(), leaseMarginMs: o.leaseMarginMs });
+        endClaim();
         for (const run of claimed) track(run);
         backoff = ERROR_BACKOFF_MIN_MS;
         if (claimed.length === limit || !running) continue;
@@ -153,11 +172,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   async function deliverRun(run: ClaimedRun): Promise<void> {
     const origin = originOf(run.callback.url);
     await limiter.acquire(origin);
+    countInFlight(origin, 1);
     let outcome: AttemptOutcome | null;
     try {
       outcome = await performAttempt(run, attemptDeps);
     } finally {
       limiter.release(origin);
+      countInFlight(origin, -1);
     }
     // Released by stop() (while it waited for a slot, or in flight after the grace): the run's state is the release's.
     if (outcome === null || released.has(run.runId)) {
@@ -168,6 +189,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       { runId: run.runId, jobId: run.jobId, tenantId: run.tenantId, attempt: run.attempt, outcome: outcome.runStatus },
       'attempt finished',
     );
+    if (run.attempt === 1) {
+      metrics.runsFired.inc();
+      metrics.fireLag.observe(Math.max(0, outcome.startedAtMs - run.scheduledForMs) / 1000);
+    }
+    metrics.attempts.inc({ outcome: outcome.runStatus, error_class: outcome.errorClass ?? '' });
     pending.push(outcome);
     flush();
   }
@@ -180,7 +206,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       while (pending.length > 0) {
         const batch = pending.splice(0, FINISH_BATCH);
         try {
+          const endFinish = metrics.finishDuration.startTimer();
           const held = await finishRuns(db, o.owner, batch);
+          endFinish();
           // A retry is claimable only now that its outcome is written: wake the loop if it is due before its sleep ends.
           for (const b of batch) if (b.nextAttemptAtMs !== null) wakeup.wakeBy(b.nextAttemptAtMs);
           if (held.size < batch.length) {
@@ -203,6 +231,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     try {
       const n = await reapExpiredLeases(db, clock.now());
       if (n > 0) {
+        metrics.leasesReaped.inc(n);
         logger.warn({ runs: n }, 'reclaimed runs whose lease expired');
         wakeup.wake();
       }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 
 // Routes that are operational or documentation, not part of the OpenAPI surface.
-const UNDOCUMENTED = new Set(['/healthz', '/readyz', '/.well-known/jwks.json', '/openapi.json', '/docs']);
+const UNDOCUMENTED = new Set(['/healthz', '/readyz', '/metrics', '/.well-known/jwks.json', '/openapi.json', '/docs']);
 
 describe('OpenAPI', () => {
   let app: TestApp;

@@ -61,7 +61,8 @@ export async function startChime(env: Record<string, string>, args: string[] = [
       return exited;
     },
   };
-  if (!args.includes('--role') || !args.includes('dispatcher')) {
+  // Every role serves /readyz (a dispatcher-only process: /healthz, /readyz and /metrics).
+  {
     await eventually(
       async () => {
         if (child.exitCode !== null) throw new Error(`chime exited with ${child.exitCode}: ${out}`);

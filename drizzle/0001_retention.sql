@@ -1,0 +1,2 @@
+CREATE INDEX "idempotency_keys_created_idx" ON "idempotency_keys" USING btree ("created_at");--> statement-breakpoint
+CREATE INDEX "runs_finished_idx" ON "runs" USING btree ("finished_at") WHERE "runs"."finished_at" is not null;

@@ -1,0 +1,81 @@
+/**
+ * Housekeeping that every dispatcher process runs on a timer: retention (finished runs older than `retentionMs`
+ * and their attempts, expired idempotency keys), in batches so no statement holds many locks. Several dispatchers
+ * may prune at once: SKIP LOCKED splits the rows between them.
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/clock.ts';
+import type { Db } from '../store/db.ts';
+import { PRUNE_BATCH_DEFAULT, pruneFinishedRuns, pruneIdempotencyKeys } from '../store/retention.ts';
+import type { DispatchMetrics } from './metrics.ts';
+
+/** How often retention runs, in ms. */
+export const HOUSEKEEPING_INTERVAL_MS = 10 * 60_000;
+
+export type HousekeeperDeps = {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  /** Finished runs older than this (ms since they finished) are deleted; 0 keeps them forever. */
+  retentionMs: number;
+  intervalMs?: number;
+  batchSize?: number;
+  metrics?: Pick<DispatchMetrics, 'runsPruned'>;
+};
+
+export type Housekeeper = {
+  /** Runs `runOnce` now and then every `intervalMs`. */
+  start(): void;
+  stop(): Promise<void>;
+  /** One full pass. @returns rows deleted. Never throws: errors are logged and retried on the next pass. */
+  runOnce(): Promise<{ runs: number; idempotencyKeys: number }>;
+};
+
+export function createHousekeeper(deps: HousekeeperDeps): Housekeeper {
+  const { db, clock, logger } = deps;
+  const batch = deps.batchSize ?? PRUNE_BATCH_DEFAULT;
+  let timer: NodeJS.Timeout | null = null;
+  let current: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+
+  async function runOnce(): Promise<{ runs: number; idempotencyKeys: number }> {
+    const done = { runs: 0, idempotencyKeys: 0 };
+    try {
+      if (deps.retentionMs > 0) {
+        const cutoff = clock.now() - deps.retentionMs;
+        for (let n = batch; n === batch && !stopped; ) {
+          n = await pruneFinishedRuns(db, cutoff, batch);
+          done.runs += n;
+          deps.metrics?.runsPruned.inc(n);
+        }
+      }
+      for (let n = batch; n === batch && !stopped; ) {
+        n = await pruneIdempotencyKeys(db, clock.now(), batch);
+        done.idempotencyKeys += n;
+      }
+      if (done.runs + done.idempotencyKeys > 0) logger.info(done, 'retention: pruned');
+    } catch (err) {
+      logger.error({ err }, 'retention pass failed; retrying on the next pass');
+    }
+    return done;
+  }
+
+  return {
+    start() {
+      if (timer) return;
+      stopped = false;
+      current = runOnce();
+      timer = setInterval(() => {
+        current = current.then(runOnce);
+      }, deps.intervalMs ?? HOUSEKEEPING_INTERVAL_MS);
+      timer.unref();
+    },
+    async stop() {
+      stopped = true;
+      if (timer) clearInterval(timer);
+      timer = null;
+      await current;
+    },
+    runOnce,
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * Retention: finished runs (with their attempts, by cascade) and expired idempotency keys are deleted in batches,
+ * so the tables the dispatcher and the API read stay small (DESIGN.md "Finding due work fast"). Each batch is its
+ * own short statement, so pruning never holds locks on many rows at once and never touches waiting or running runs.
+ */
+import { sql } from 'drizzle-orm';
+import { FINAL_RUN_STATUSES } from '../domain/states.ts';
+import { query, type Db } from './db.ts';
+import { IDEMPOTENCY_TTL_MS } from './idempotency.ts';
+
+/** Most rows one pruning statement deletes. */
+export const PRUNE_BATCH_DEFAULT = 5_000;
+
+const finalStatuses = sql.raw(FINAL_RUN_STATUSES.map((s) => `'${s}'`).join(', '));
+
+/**
+ * Deletes up to `limit` runs in a final state that finished before `cutoffMs` (epoch ms), and their attempts.
+ * Rows locked by another statement are skipped (the next pass takes them).
+ * @returns how many runs were deleted; call again while it returns `limit`
+ */
+export async function pruneFinishedRuns(db: Db, cutoffMs: number, limit = PRUNE_BATCH_DEFAULT): Promise<number> {
+  const cutoff = new Date(cutoffMs).toISOString();
+  const rows = await query<{ id: string }>(
+    db,
+    sql`delete from runs where id in (
+          select id from runs where status in (${finalStatuses}) and finished_at < ${cutoff}::timestamptz
+          limit ${limit} for update skip locked)
+        returning id`,
+  );
+  return rows.length;
+}
+
+/** Deletes idempotency keys older than `IDEMPOTENCY_TTL_MS` (24 h) at `nowMs`. @returns how many */
+export async function pruneIdempotencyKeys(db: Db, nowMs: number, limit = PRUNE_BATCH_DEFAULT): Promise<number> {
+  const cutoff = new Date(nowMs - IDEMPOTENCY_TTL_MS).toISOString();
+  const rows = await query<{ key: string }>(
+    db,
+    sql`delete from idempotency_keys where ctid in (
+          select ctid from idempotency_keys where created_at < ${cutoff}::timestamptz limit ${limit})
+        returning key`,
+  );
+  return rows.length;
+}
