@@ -17,6 +17,8 @@ export const ERROR_CLASS = Object.freeze({
   refusedDestination: 'refused_destination',
   badStatus: 'bad_status',
   internal: 'internal',
+  /** The dispatcher lost the run's lease (it died, stalled past the lease, or shut down) before recording a result. */
+  leaseLost: 'lease_lost',
 } as const);
 export type ErrorClass = (typeof ERROR_CLASS)[keyof typeof ERROR_CLASS];
 

@@ -81,8 +81,29 @@ describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
     expect([...heldB]).toEqual([a!.runId]);
     expect(await runById(store.database, a!.runId)).toMatchObject({ status: 'failed', leaseOwner: null, error: 'unexpected status 500' });
     expect(await attemptsOf(store.database, a!.runId)).toEqual([
-      { attempt: 1, responseStatus: 200, errorClass: null, error: null },
+      // The reaper logged attempt 1 as lease_lost; A's late 200 filled the entry in without changing its class.
+      {
+        attempt: 1,
+        responseStatus: 200,
+        errorClass: 'lease_lost',
+        error: 'the lease expired before a result was recorded (dispatcher died or stalled); then: status 200',
+      },
       { attempt: 2, responseStatus: 500, errorClass: 'bad_status', error: 'unexpected status 500' },
+    ]);
+  });
+
+  it('a run reaped after its dispatcher died shows the lost attempt in its log', async () => {
+    await job();
+    const [a] = await claim('A', T0);
+    expect(await reapExpiredLeases(store.database.db, T0 + 2000)).toBe(1);
+    expect(await attemptsOf(store.database, a!.runId)).toEqual([
+      { attempt: 1, responseStatus: null, errorClass: 'lease_lost', error: 'the lease expired before a result was recorded (dispatcher died or stalled)' },
+    ]);
+    const [b] = await claim('B', T0 + 2000);
+    await finishRuns(store.database.db, 'B', [outcome(b!, { runStatus: 'succeeded', responseStatus: 200 })]);
+    expect((await attemptsOf(store.database, a!.runId)).map((x) => [x.attempt, x.errorClass])).toEqual([
+      [1, 'lease_lost'],
+      [2, null],
     ]);
   });
 

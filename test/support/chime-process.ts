@@ -1,6 +1,7 @@
 /**
- * Starts the real service as a user does (`npm start`, i.e. `tsx src/cli.ts serve`) in a child process on a free
- * port, waits until it is ready, and stops it with a real signal.
+ * Starts the real service as a user does (`npm start` runs `tsx src/cli.ts serve`; here `node --import tsx src/cli.ts`,
+ * one process, so signals reach the service itself) in a child process on a free port, waits until it is ready, and
+ * stops it with a real signal.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -33,7 +34,9 @@ export async function freePort(): Promise<number> {
 
 export async function startChime(env: Record<string, string>, args: string[] = ['serve']): Promise<ChimeProcess> {
   const port = Number(env.PORT ?? (await freePort()));
-  const child = spawn(process.execPath, [`${ROOT}node_modules/tsx/dist/cli.mjs`, 'src/cli.ts', ...args], {
+  // `node --import tsx`, not the tsx CLI: the CLI runs the script in a child process, so a SIGKILL sent to it would
+  // leave the real service running as an orphan.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,

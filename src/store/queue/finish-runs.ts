@@ -9,6 +9,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { RunStatus } from '../../domain/states.ts';
+import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
 import { query, type Db } from '../db.ts';
 
 /** One finished attempt and what it means for its run. Times are epoch ms. */
@@ -74,13 +75,18 @@ export async function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome
           where r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
           returning r.id`,
     );
-    // Every attempt happened, whether or not its lease still held: the log keeps them all.
+    // Every attempt happened, whether or not its lease still held: the log keeps them all. A result that comes after
+    // the reaper logged its attempt as `lease_lost` fills that entry in and keeps the class (the run was given back).
     await tx.execute(sql`insert into attempts (run_id, attempt, started_at, finished_at, duration_ms, response_status,
                                               response_body_excerpt, error_class, error)
       select * from jsonb_to_recordset(${attemptRows}::jsonb)
         as v(run_id uuid, attempt smallint, started_at timestamptz, finished_at timestamptz, duration_ms int,
              response_status smallint, response_body_excerpt text, error_class text, error text)
-      on conflict (run_id, attempt) do nothing`);
+      on conflict (run_id, attempt) do update
+        set started_at = excluded.started_at, finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
+            response_status = excluded.response_status, response_body_excerpt = excluded.response_body_excerpt,
+            error = attempts.error || '; then: ' || coalesce(excluded.error, 'status ' || excluded.response_status)
+        where attempts.error_class = ${ERROR_CLASS.leaseLost} and attempts.finished_at = attempts.started_at`);
     if (pauses.length > 0) await pauseJobs(tx as unknown as Db, JSON.stringify(pauses), new Date(outcomes[0]!.finishedAtMs).toISOString());
     return new Set(held.map((h) => h.id));
   });

@@ -4,6 +4,7 @@
  * `failed` because the request may have left (DESIGN.md invariant 4: an ambiguous outcome is never re-sent).
  */
 import { sql } from 'drizzle-orm';
+import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
 import { query, type Db } from '../db.ts';
 
 /** How often a dispatcher looks for expired leases, in ms. */
@@ -24,17 +25,31 @@ function giveBack(nowIso: string, atMostOnceError: string, otherError: string) {
     lease_owner = null, lease_expires_at = null`;
 }
 
+/**
+ * The attempt-log entry of each run given back (`taken` is a CTE of `(id, attempts)`): the attempt whose lease was
+ * lost, with error class `lease_lost`, so the history shows why the run was re-sent (or, at-most-once, failed).
+ * A result that arrives later for that attempt fills the entry in (finish-runs.ts) instead of being lost.
+ */
+function logLeaseLost(nowIso: string, error: string) {
+  return sql`insert into attempts (run_id, attempt, started_at, finished_at, error_class, error)
+    select id, attempts, ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${ERROR_CLASS.leaseLost}, ${error}::text from taken
+    on conflict (run_id, attempt) do nothing`;
+}
+
 /** Reaps up to `limit` expired leases at `nowMs`. @returns how many runs were returned or failed */
 export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATCH_DEFAULT): Promise<number> {
   const now = new Date(nowMs).toISOString();
   const rows = await query<{ id: string }>(
     db,
-    sql`update runs r
-        set ${giveBack(now, 'ambiguous outcome: the dispatcher lost its lease mid-delivery; not re-sent (at-most-once)', 'the dispatcher lost its lease mid-delivery')}
-        from (select id from runs where status = 'running' and lease_expires_at < ${now}::timestamptz
-              limit ${limit} for update skip locked) expired, jobs j
-        where r.id = expired.id and j.id = r.job_id
-        returning r.id`,
+    sql`with taken as (
+          update runs r
+          set ${giveBack(now, 'ambiguous outcome: the dispatcher lost its lease mid-delivery; not re-sent (at-most-once)', 'the dispatcher lost its lease mid-delivery')}
+          from (select id from runs where status = 'running' and lease_expires_at < ${now}::timestamptz
+                limit ${limit} for update skip locked) expired, jobs j
+          where r.id = expired.id and j.id = r.job_id
+          returning r.id, r.attempts),
+        logged as (${logLeaseLost(now, 'the lease expired before a result was recorded (dispatcher died or stalled)')})
+        select id from taken`,
   );
   return rows.length;
 }
@@ -46,11 +61,14 @@ export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATC
 export async function releaseLeases(db: Db, owner: string, runIds: string[], nowMs: number): Promise<void> {
   if (runIds.length === 0) return;
   const now = new Date(nowMs).toISOString();
-  await db.execute(sql`update runs r
-    set ${giveBack(now, 'ambiguous outcome: shutdown interrupted the request; not re-sent (at-most-once)', 'released at shutdown')}
-    from jobs j
-    where r.id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(runIds)}::jsonb))
-      and r.lease_owner = ${owner} and r.status = 'running' and j.id = r.job_id`);
+  await db.execute(sql`with taken as (
+      update runs r
+      set ${giveBack(now, 'ambiguous outcome: shutdown interrupted the request; not re-sent (at-most-once)', 'released at shutdown')}
+      from jobs j
+      where r.id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(runIds)}::jsonb))
+        and r.lease_owner = ${owner} and r.status = 'running' and j.id = r.job_id
+      returning r.id, r.attempts)
+    ${logLeaseLost(now, 'released at shutdown before a result was recorded')}`);
 }
 
 /** The earliest `next_attempt_at` of any waiting run (epoch ms), or null when nothing waits. */
