@@ -3,7 +3,7 @@
  * variable named (API.md "Start-up and configuration").
  */
 import { z } from 'zod';
-import { DISPATCHER_DEFAULTS } from './dispatch/dispatcher.ts';
+import { DISPATCHER_DEFAULTS } from './dispatch/defaults.ts';
 
 export const DEFAULT_PORT = 8080;
 export const DEFAULT_DATA_DIR = './.chime';

@@ -14,10 +14,12 @@ import { RUNS_CHANNEL } from '../store/db.ts';
 import { newId } from '../domain/ids.ts';
 import { claimRuns, type ClaimedRun } from '../store/queue/claim-runs.ts';
 import { finishRuns, type AttemptOutcome } from '../store/queue/finish-runs.ts';
-import { nextDueAt, reapExpiredLeases, releaseLeases, REAP_INTERVAL_DEFAULT_MS } from '../store/queue/reap-leases.ts';
+import { nextDueAt, reapExpiredLeases, releaseLeases } from '../store/queue/reap-leases.ts';
+import { renewLeases } from '../store/queue/renew-leases.ts';
 import { performAttempt, type AttemptDeps } from './attempt.ts';
 import type { Deliver } from './deliver.ts';
 import type { Keyring } from './keyring.ts';
+import { DISPATCHER_DEFAULTS } from './defaults.ts';
 import { Limiter } from './limiter.ts';
 import { createDispatchMetrics, type DispatchMetrics } from './metrics.ts';
 import { Registry } from 'prom-client';
@@ -41,15 +43,8 @@ export type DispatcherOptions = {
   shutdownGraceMs: number;
 };
 
-export const DISPATCHER_DEFAULTS: Readonly<Omit<DispatcherOptions, 'owner'>> = Object.freeze({
-  batchSize: 100,
-  concurrency: 256,
-  perDestination: 16,
-  leaseMarginMs: 30_000,
-  pollMs: 2_000,
-  reapIntervalMs: REAP_INTERVAL_DEFAULT_MS,
-  shutdownGraceMs: 10_000,
-});
+// The defaults live in their own module so that configuration can read them without importing the dispatcher.
+export { DISPATCHER_DEFAULTS };
 /** Sleep when due runs exist but are all held by other dispatchers, in ms. */
 const CONTENDED_SLEEP_MS = 20;
 /** Backoff after a failed claim or finish (database down), doubling up to the max, in ms. */
@@ -95,6 +90,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const inFlight = new Map<string, Promise<void>>();
   /** Runs whose leases `stop()` gave back: they must not be sent any more, nor their late outcomes written. */
   const released = new Set<string>();
+  /** Runs claimed and waiting for a per-destination slot: their leases are renewed while they wait (`renewQueued`). */
+  const queued = new Map<string, ClaimedRun>();
   const pending: AttemptOutcome[] = [];
   let flushing: Promise<void> | null = null;
   let running = false;
@@ -171,7 +168,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   async function deliverRun(run: ClaimedRun): Promise<void> {
     const origin = originOf(run.callback.url);
+    queued.set(run.runId, run);
     await limiter.acquire(origin);
+    queued.delete(run.runId);
     countInFlight(origin, 1);
     let outcome: AttemptOutcome | null;
     try {
@@ -227,6 +226,28 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     return flushing;
   }
 
+  /**
+   * Each reap tick, before reaping: extends the leases of runs waiting for a per-destination slot to now + their
+   * callback timeout + the lease margin. Claims are sized by free slots overall, not per origin, so one slow origin's
+   * queue can outlast a lease; without this the reaper would hand those runs out again before they were ever sent.
+   * A run whose lease is no longer held is marked released: it will not be sent.
+   */
+  async function renewQueued(): Promise<void> {
+    if (queued.size === 0) return;
+    const now = clock.now();
+    const runs = [...queued.values()];
+    try {
+      const held = await renewLeases(
+        db,
+        o.owner,
+        runs.map((r) => ({ runId: r.runId, attempt: r.attempt, leaseExpiresAtMs: now + r.callback.timeoutMs + o.leaseMarginMs })),
+      );
+      for (const r of runs) if (!held.has(r.runId)) released.add(r.runId);
+    } catch (err) {
+      logger.error({ err }, 'renewing the leases of queued runs failed');
+    }
+  }
+
   async function reap(): Promise<void> {
     try {
       const n = await reapExpiredLeases(db, clock.now());
@@ -249,7 +270,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (running) return;
       running = true;
       unlisten = await database.listen(RUNS_CHANNEL, (payload) => wakeup.wakeBy(Number(payload)));
-      reapTimer = setInterval(() => void reap(), o.reapIntervalMs);
+      reapTimer = setInterval(() => void renewQueued().then(reap), o.reapIntervalMs);
       reapTimer.unref();
       loopDone = loop();
       logger.info({ owner: o.owner, ...DISPATCHER_DEFAULTS, ...deps.options }, 'dispatcher started');

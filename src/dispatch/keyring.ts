@@ -1,17 +1,25 @@
 /**
  * Signing material for the dispatcher, cached: tenants' signing secrets (re-read after `SECRETS_TTL_MS`, so a
- * rotation reaches callbacks within that time), the JWT signer (re-read after `JWT_KEY_TTL_MS`) and opened
- * auth tokens. Decrypting on every callback would put AES-GCM and a query on the hot path for nothing.
+ * rotation reaches callbacks within that time), the JWT signer (re-read after `JWT_KEY_TTL_MS`, or sooner when the
+ * key reaches its maximum age: then the reload rotates it, see `ensureJwtKey`) and opened auth tokens. Decrypting
+ * on every callback would put AES-GCM and a query on the hot path for nothing.
  */
 import { activeSigningSecrets } from '../store/signing-secrets.ts';
-import { ensureJwtKey } from '../store/jwt-keys.ts';
+import { ensureJwtKey, JWT_KEY_MAX_AGE_DEFAULT_MS } from '../store/jwt-keys.ts';
 import type { StoreContext } from '../store/context.ts';
 import { createJwtSigner, type JwtSigner } from './sign.ts';
 
 export const SECRETS_TTL_MS = 5_000;
 export const JWT_KEY_TTL_MS = 60_000;
+/** Shortest time a JWT signer is cached, in ms, even when its key is already due for rotation (clock skew). */
+export const JWT_KEY_MIN_TTL_MS = 1_000;
 /** Most opened auth tokens kept in memory. */
 export const AUTH_TOKEN_CACHE_SIZE = 10_000;
+
+export type KeyringOptions = {
+  /** Maximum age of the JWT signing key in ms before it is rotated (config.jwtKeyMaxAgeMs; default 30 days). */
+  jwtKeyMaxAgeMs?: number;
+};
 
 export interface Keyring {
   /** The tenant's active `whsec_` secrets, newest first. @throws CipherError on a wrong encryption key */
@@ -24,25 +32,42 @@ export interface Keyring {
 
 type Entry<T> = { value: Promise<T>; expiresAt: number };
 
-export function createKeyring(ctx: StoreContext): Keyring {
+/**
+ * Builds a keyring over `ctx` (its clock decides cache expiry and key age).
+ * @param opts.jwtKeyMaxAgeMs when the current JWT signing key is this old (ms), the next reload of the signer
+ *   retires it and signs with a new one
+ */
+export function createKeyring(ctx: StoreContext, opts: KeyringOptions = {}): Keyring {
+  const maxAgeMs = opts.jwtKeyMaxAgeMs ?? JWT_KEY_MAX_AGE_DEFAULT_MS;
   const secrets = new Map<string, Entry<string[]>>();
   let jwt: Entry<JwtSigner> | null = null;
   const tokens = new Map<string, string>();
-  const cached = <T>(entry: Entry<T> | null | undefined, load: () => Promise<T>, ttl: number, put: (e: Entry<T>) => void) => {
+  const cached = <T>(entry: Entry<T> | null | undefined, load: (e: Entry<T>) => Promise<T>, ttl: number, put: (e: Entry<T>) => void) => {
     const now = ctx.clock.now();
     if (entry && entry.expiresAt > now) return entry.value;
-    const value = load();
-    const e = { value, expiresAt: now + ttl };
+    const e = { expiresAt: now + ttl } as Entry<T>;
+    e.value = load(e);
     put(e);
-    value.catch(() => {
-      if (e.expiresAt > 0) e.expiresAt = 0; // do not cache failures
+    e.value.catch(() => {
+      e.expiresAt = 0; // do not cache failures
     });
-    return value;
+    return e.value;
   };
   return {
     secretsFor: (tenantId) =>
       cached(secrets.get(tenantId), () => activeSigningSecrets(ctx, tenantId), SECRETS_TTL_MS, (e) => secrets.set(tenantId, e)),
-    jwtSigner: () => cached(jwt, async () => createJwtSigner(await ensureJwtKey(ctx)), JWT_KEY_TTL_MS, (e) => (jwt = e)),
+    jwtSigner: () =>
+      cached(
+        jwt,
+        async (e) => {
+          const key = await ensureJwtKey(ctx, { maxAgeMs });
+          // Reload (and so rotate) when the key comes of age, not up to JWT_KEY_TTL_MS after.
+          e.expiresAt = Math.min(e.expiresAt, Math.max(key.createdAtMs + maxAgeMs, ctx.clock.now() + JWT_KEY_MIN_TTL_MS));
+          return createJwtSigner(key);
+        },
+        JWT_KEY_TTL_MS,
+        (e) => (jwt = e),
+      ),
     async openAuthToken(sealed) {
       const hit = tokens.get(sealed);
       if (hit !== undefined) return hit;

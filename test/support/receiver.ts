@@ -7,7 +7,15 @@ import type { AddressInfo } from 'node:net';
 import { eventually } from './eventually.ts';
 
 export type Received = { method: string; path: string; headers: http.IncomingHttpHeaders; body: string; at: number };
-export type Reply = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number; hang?: boolean };
+export type Reply = {
+  status: number;
+  headers?: Record<string, string>;
+  body?: string;
+  delayMs?: number;
+  hang?: boolean;
+  /** Destroy the connection instead of answering (the request was received: an ambiguous outcome for the sender). */
+  reset?: boolean;
+};
 
 export type Receiver = {
   url: string;
@@ -16,16 +24,28 @@ export type Receiver = {
   respond: (r: Received) => Reply;
   /** Waits until at least `n` requests arrived (or `predicate` holds). */
   waitFor(n: number, timeoutMs?: number): Promise<Received[]>;
+  /** Requests received and not answered yet (delayed or hanging). */
+  readonly active: number;
+  /** The most requests ever unanswered at once. */
+  readonly maxActive: number;
   close(): Promise<void>;
 };
 
 export async function startReceiver(respond: (r: Received) => Reply = () => ({ status: 200 })): Promise<Receiver> {
   const received: Received[] = [];
   const hanging = new Set<http.ServerResponse>();
+  let active = 0;
+  let maxActive = 0;
   const receiver: Receiver = {
     url: '',
     received,
     respond,
+    get active() {
+      return active;
+    },
+    get maxActive() {
+      return maxActive;
+    },
     waitFor: (n, timeoutMs = 15_000) =>
       eventually(() => (received.length >= n ? received : undefined), { timeoutMs, what: `${n} callbacks (got ${received.length})` }),
     async close() {
@@ -40,12 +60,26 @@ export async function startReceiver(respond: (r: Received) => Reply = () => ({ s
     req.on('end', () => {
       const r: Received = { method: req.method!, path: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
       received.push(r);
+      active++;
+      maxActive = Math.max(maxActive, active);
+      // Counted as answered from the moment the answer is written, or the connection is gone.
+      let settled = false;
+      const settle = () => {
+        if (!settled) active--;
+        settled = true;
+      };
+      res.once('finish', settle).once('close', settle);
       const reply = receiver.respond(r);
+      if (reply.reset) {
+        req.socket.destroy();
+        return;
+      }
       if (reply.hang) {
         hanging.add(res);
         return;
       }
       const send = () => {
+        settle();
         res.writeHead(reply.status, reply.headers);
         res.end(reply.body ?? 'ok');
       };

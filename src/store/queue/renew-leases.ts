@@ -1,0 +1,31 @@
+/**
+ * Lease renewal for runs a dispatcher holds but has not sent yet: a claim sizes its lease for one request (callback
+ * timeout + margin), but a run may first wait in the dispatcher's per-destination queue behind slower callbacks to
+ * the same origin. Renewing the lease while it waits keeps the reaper from giving the run to another dispatcher
+ * (a second request at least once; a wrong "ambiguous" failure at most once) before it was even sent.
+ */
+import { sql } from 'drizzle-orm';
+import { query, type Db } from '../db.ts';
+
+/** One lease to extend: the run, the attempt that claimed it, and the new expiry (epoch ms). */
+export type LeaseRenewal = { runId: string; attempt: number; leaseExpiresAtMs: number };
+
+/**
+ * Extends the leases `owner` still holds (same owner, same attempt, still `running`) to the given expiries; a lease
+ * is never shortened. One statement whatever the number of runs.
+ * @returns the ids of the runs whose lease is still held (the others were reaped or released: do not send them)
+ */
+export async function renewLeases(db: Db, owner: string, renewals: LeaseRenewal[]): Promise<Set<string>> {
+  if (renewals.length === 0) return new Set();
+  const rows = JSON.stringify(
+    renewals.map((r) => ({ id: r.runId, attempt: r.attempt, lease_expires_at: new Date(r.leaseExpiresAtMs).toISOString() })),
+  );
+  const held = await query<{ id: string }>(
+    db,
+    sql`update runs r set lease_expires_at = greatest(r.lease_expires_at, v.lease_expires_at)
+        from jsonb_to_recordset(${rows}::jsonb) as v(id uuid, attempt smallint, lease_expires_at timestamptz)
+        where r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
+        returning r.id`,
+  );
+  return new Set(held.map((h) => h.id));
+}

@@ -1,0 +1,176 @@
+/**
+ * `createDeliver` / `classifyError` (src/dispatch/deliver.ts) against real endpoints on this machine: every way a
+ * callback can fail before a response lands in its error class (ERROR_CLASS in src/domain/attempt-outcome.ts),
+ * with `maybeSent` telling whether a request byte can have reached the receiver (what at-most-once jobs decide on):
+ * a name that does not resolve → dns; a self-signed, untrusted or misnamed certificate, or TLS to a plaintext
+ * port → tls; a closed port → connection_refused; no answer within timeoutMs → timeout; a connection cut after
+ * the request arrived → connection_error. The certificates are made by `openssl req` for each run.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_CLASS, type HttpResult } from '../../src/domain/attempt-outcome.ts';
+import { classifyError, createCallbackAgent, createDeliver, type CallbackRequest } from '../../src/dispatch/deliver.ts';
+import { freePort } from '../support/chime-process.ts';
+import { startReceiver, type Receiver } from '../support/receiver.ts';
+
+/** A certificate and its key, PEM. */
+type Cert = { cert: string; key: string };
+
+/** A self-signed P-256 certificate for `localhost` (and nothing else), valid one day, made with openssl. */
+function selfSignedLocalhost(dir: string): Cert {
+  const keyFile = join(dir, 'key.pem');
+  const certFile = join(dir, 'cert.pem');
+  execFileSync('openssl', [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+    '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost',
+    '-keyout', keyFile, '-out', certFile,
+  ], { stdio: 'pipe' });
+  return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
+}
+
+type TlsServer = { port: number; requests: number; close(): Promise<void> };
+
+/** A real HTTPS server on 127.0.0.1 answering 200; counts the requests that got through the handshake. */
+async function startHttpsServer(cert: Cert): Promise<TlsServer> {
+  const state = { requests: 0 };
+  const server = https.createServer({ ...cert }, (_req, res) => {
+    state.requests++;
+    res.end('ok');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    port: (server.address() as AddressInfo).port,
+    get requests() {
+      return state.requests;
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+const request = (url: string, o: Partial<CallbackRequest> = {}): CallbackRequest => ({
+  url,
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: '{"hello":"world"}',
+  timeoutMs: 5_000,
+  ...o,
+});
+
+type ErrorResult = Extract<HttpResult, { kind: 'error' }>;
+
+function expectError(r: HttpResult): ErrorResult {
+  expect(r.kind, JSON.stringify(r)).toBe('error');
+  return r as ErrorResult;
+}
+
+describe('callback delivery error classes', () => {
+  let dir: string;
+  let cert: Cert;
+  let tls: TlsServer;
+  let receiver: Receiver;
+  /** The production agent with private destinations allowed (all the servers here are on 127.0.0.1). */
+  let open: Agent;
+  /** The production agent with the SSRF guard on. */
+  let guarded: Agent;
+  /** An agent that trusts the test certificate, to tell a trusted handshake from a failed one. */
+  let trusting: Agent;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'chime-tls-'));
+    cert = selfSignedLocalhost(dir);
+    tls = await startHttpsServer(cert);
+    receiver = await startReceiver();
+    open = createCallbackAgent({ allowPrivate: true });
+    guarded = createCallbackAgent({ allowPrivate: false });
+    trusting = new Agent({ connect: { ca: cert.cert } });
+  });
+  afterAll(async () => {
+    await Promise.all([open?.destroy(), guarded?.destroy(), trusting?.destroy()]);
+    await tls?.close();
+    await receiver?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a host name that does not resolve is errorClass dns, nothing sent (with and without the SSRF guard)', async () => {
+    for (const [name, agent] of [['open', open], ['guarded', guarded]] as const) {
+      const e = expectError(await createDeliver(agent)(request('http://nonexistent.invalid/callback'), Date.now));
+      expect(e.errorClass, name).toBe(ERROR_CLASS.dns);
+      expect(e.maybeSent, name).toBe(false);
+      expect(e.message, name).toMatch(/ENOTFOUND|EAI_AGAIN/);
+    }
+  });
+
+  it('a trusted certificate answers: the server itself works', async () => {
+    const r = await createDeliver(trusting)(request(`https://localhost:${tls.port}/trusted`), Date.now);
+    expect(r).toMatchObject({ kind: 'response', status: 200, bodyExcerpt: 'ok' });
+  });
+
+  it('a self-signed certificate is errorClass tls, and no request reaches the server', async () => {
+    const before = tls.requests;
+    const e = expectError(await createDeliver(open)(request(`https://localhost:${tls.port}/self-signed`), Date.now));
+    expect(e.errorClass).toBe(ERROR_CLASS.tls);
+    expect(e.maybeSent).toBe(false);
+    expect(e.message).toMatch(/self[- ]signed/i);
+    expect(tls.requests).toBe(before);
+  });
+
+  it('a certificate for another name is errorClass tls, even when its issuer is trusted', async () => {
+    const before = tls.requests;
+    // Trusted certificate, for `localhost` only: 127.0.0.1 is not among its names.
+    const e = expectError(await createDeliver(trusting)(request(`https://127.0.0.1:${tls.port}/wrong-name`), Date.now));
+    expect(e.errorClass).toBe(ERROR_CLASS.tls);
+    expect(e.maybeSent).toBe(false);
+    expect(e.message).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID|altnames/i);
+    expect(tls.requests).toBe(before);
+  });
+
+  it('https to a plaintext HTTP port is errorClass tls', async () => {
+    const port = new URL(receiver.url).port;
+    const before = receiver.received.length;
+    const e = expectError(await createDeliver(open)(request(`https://127.0.0.1:${port}/plaintext`), Date.now));
+    expect(e.errorClass).toBe(ERROR_CLASS.tls);
+    expect(e.maybeSent).toBe(false);
+    expect(receiver.received.length).toBe(before);
+  });
+
+  it('a closed port is errorClass connection_refused, nothing sent', async () => {
+    const port = await freePort();
+    const e = expectError(await createDeliver(open)(request(`http://127.0.0.1:${port}/closed`), Date.now));
+    expect(e).toMatchObject({ errorClass: ERROR_CLASS.connectionRefused, maybeSent: false });
+    expect(e.message).toMatch(/ECONNREFUSED/);
+  });
+
+  it('no answer within timeoutMs is errorClass timeout, and the request may have been received', async () => {
+    receiver.respond = () => ({ status: 200, hang: true });
+    const started = Date.now();
+    const e = expectError(await createDeliver(open)(request(`${receiver.url}/hang`, { timeoutMs: 300 }), Date.now));
+    expect(e).toMatchObject({ errorClass: ERROR_CLASS.timeout, maybeSent: true });
+    expect(e.message).toMatch(/^timed out/);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    expect(receiver.received.filter((r) => r.path === '/hang')).toHaveLength(1);
+  });
+
+  it('a connection cut after the request arrived is errorClass connection_error, maybe sent', async () => {
+    receiver.respond = () => ({ status: 200, reset: true });
+    const e = expectError(await createDeliver(open)(request(`${receiver.url}/reset`), Date.now));
+    expect(e).toMatchObject({ errorClass: ERROR_CLASS.connection, maybeSent: true });
+    expect(receiver.received.filter((r) => r.path === '/reset')).toHaveLength(1);
+  });
+
+  it('classifyError reads the code on the error or on its cause (fetch wraps undici errors)', () => {
+    const wrapped = new TypeError('fetch failed', { cause: Object.assign(new Error('getaddrinfo ENOTFOUND x.invalid'), { code: 'ENOTFOUND' }) });
+    expect(classifyError(wrapped)).toMatchObject({ errorClass: ERROR_CLASS.dns, maybeSent: false });
+    const tlsCause = new TypeError('fetch failed', { cause: Object.assign(new Error('certificate has expired'), { code: 'CERT_HAS_EXPIRED' }) });
+    expect(classifyError(tlsCause)).toMatchObject({ errorClass: ERROR_CLASS.tls, maybeSent: false });
+    expect(classifyError('not an error')).toMatchObject({ errorClass: ERROR_CLASS.connection, maybeSent: true });
+  });
+});
