@@ -88,6 +88,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     return c.body(await deps.metrics.render(), 200, { 'content-type': deps.metrics.contentType });
   });
 
+  app.use('/v1/tenants', jsonGuard());
   app.route('/', signupRoutes());
   // Tenant routes (/v1 and the compatibility routes): API key, then the tenant's rate limit, then the body check.
   const requireApiKey: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -107,8 +108,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   for (const path of ['/v1/*', '/jobs/*']) {
     app.use(path, requireApiKey);
     if (buckets) app.use(path, rateLimit(buckets, deps.store.clock));
+    app.use(path, jsonGuard({ except: ['/v1/jobs/batch'] })); // the batch route checks each job on its own
   }
-  app.use('*', jsonGuard());
   app.route('/', tenantRoutes());
   app.route('/', batchRoutes());
   app.route('/', jobRoutes());

@@ -13,7 +13,8 @@ export const PROBLEMS = Object.freeze({
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
   payload_too_large: { status: 413, title: 'The request body is too large' },
-  quota_exceeded: { status: 422, title: 'Quota exceeded' },
+  /** The tenant's active-jobs quota (CHIME_MAX_ACTIVE_JOBS) is reached: a conflict with the tenant's state, not bad input. */
+  quota_exceeded: { status: 409, title: 'Quota exceeded' },
   rate_limited: { status: 429, title: 'Too many requests' },
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Service unavailable' },

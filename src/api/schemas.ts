@@ -9,8 +9,11 @@ import { MAX_DATES, MIN_INTERVAL_MS } from '../domain/schedule.ts';
 import { CATCH_UP_POLICIES, DELIVERY_MODES, JOB_STATUSES, OVERLAP_POLICIES, RUN_STATUSES } from '../domain/states.ts';
 import { STATUS_CLASS_PATTERN } from '../domain/status-codes.ts';
 
-/** Longest relevancy window and jitter, in ms (30 days, 1 day). */
-export const MAX_RELEVANCY_WINDOW_MS = 30 * 24 * 3_600_000;
+/**
+ * Longest relevancy window and jitter, in ms (24 days, 1 day). 24 days is the most whole days that fit the
+ * `relevancy_window_ms` integer column (2^31 − 1 ms ≈ 24.8 days); more failed the insert.
+ */
+export const MAX_RELEVANCY_WINDOW_MS = 24 * 24 * 3_600_000;
 export const MAX_JITTER_MS = 24 * 3_600_000;
 export const MAX_DELAY_MS = 366 * 24 * 3_600_000;
 export const MAX_METADATA_PAIRS = 20;
@@ -70,6 +73,9 @@ export const RetrySchema = z
   })
   .openapi('RetryPolicy');
 
+/** A job's tenant-unique `key` (body field, and the path of `PUT /v1/jobs/by-key/:key`): URL-safe, 1..200 characters. */
+export const JobKeySchema = z.string().min(1).max(200).regex(/^[A-Za-z0-9._:~-]+$/, 'letters, digits and . _ : ~ - only');
+
 const jobFields = {
   name: z.string().min(1).max(200).optional(),
   schedule: ScheduleSchema,
@@ -81,7 +87,7 @@ const jobFields = {
   overlapPolicy: z.enum(OVERLAP_POLICIES).optional(),
   catchUp: z.enum(CATCH_UP_POLICIES).optional(),
   jitterMs: int(0, MAX_JITTER_MS).optional(),
-  key: z.string().min(1).max(200).regex(/^[A-Za-z0-9._:~-]+$/, 'letters, digits and . _ : ~ - only').optional(),
+  key: JobKeySchema.optional(),
   metadata: z
     .record(z.string().min(1).max(64), z.string().max(512))
     .refine((m) => Object.keys(m).length <= MAX_METADATA_PAIRS, `at most ${MAX_METADATA_PAIRS} pairs`)

@@ -8,7 +8,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import type { JobSpec } from '../domain/job.ts';
 import type { StoreContext } from './context.ts';
 import type { Db } from './db.ts';
-import { getJob, insertJob, type JobRow } from './jobs.ts';
+import { getJob, insertJob, type CreateJobOptions, type JobRow } from './jobs.ts';
 import { idempotencyKeys } from './schema.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -19,6 +19,7 @@ export type IdempotentResult = { kind: 'created'; job: JobRow } | { kind: 'repla
  * Creates the job once per `(tenant, key)`.
  * @param requestHash a digest of the request body; a repeat must match it
  * @throws the driver's unique violation when the job's own `key` is taken (as `createJob`)
+ * @throws QuotaExceededError past `opts.maxActiveJobs` (a replay is answered before the quota is looked at)
  */
 export async function createJobIdempotently(
   ctx: StoreContext,
@@ -27,6 +28,7 @@ export async function createJobIdempotently(
   requestHash: string,
   spec: JobSpec,
   registeredAtMs: number,
+  opts: CreateJobOptions = {},
 ): Promise<IdempotentResult> {
   const now = ctx.clock.now();
   return (ctx.db as Db).transaction(async (tx) => {
@@ -44,7 +46,7 @@ export async function createJobIdempotently(
       const job = await getJob({ ...ctx, db: tx }, tenantId, row.jobId);
       return job ? { kind: 'replayed', job } : { kind: 'mismatch' };
     }
-    const job = await insertJob({ ...ctx, db: tx }, tenantId, spec, registeredAtMs);
+    const job = await insertJob({ ...ctx, db: tx }, tenantId, spec, registeredAtMs, opts);
     await tx.update(idempotencyKeys).set({ jobId: job.id }).where(and(eq(idempotencyKeys.tenantId, tenantId), eq(idempotencyKeys.key, key)));
     return { kind: 'created', job };
   });

@@ -11,7 +11,7 @@ import { newId } from '../domain/ids.ts';
 import { jitterOffsetMs } from '../domain/schedule.ts';
 import type { StoreContext } from './context.ts';
 import { RUNS_CHANNEL, type Db, type Executor } from './db.ts';
-import type { JobRow } from './jobs.ts';
+import { assertActiveJobsRoom, type CreateJobOptions, type JobRow } from './jobs.ts';
 import { jobs, runs } from './schema.ts';
 import { pauseJobs } from './queue/finish-runs.ts';
 
@@ -36,14 +36,25 @@ async function lockJob(tx: Executor, tenantId: string, jobId: string): Promise<J
 /**
  * Applies changes to a job of the tenant. A schedule (or jitter) change, and a resume, re-plan the pending
  * occurrence from now; pausing cancels it.
+ * @param opts.maxActiveJobs the tenant's active-jobs quota (0/absent = none): a replacement that makes a canceled or
+ *   completed job active again counts as a new job against it
  * @returns the updated job, or null when the tenant has no such job
  * @throws JobStateError for a canceled job
+ * @throws QuotaExceededError when a replacement would reactivate a job beyond the quota
  */
-export async function updateJob(ctx: StoreContext, tenantId: string, jobId: string, changes: JobChanges): Promise<JobRow | null> {
+export async function updateJob(
+  ctx: StoreContext,
+  tenantId: string,
+  jobId: string,
+  changes: JobChanges,
+  opts: CreateJobOptions = {},
+): Promise<JobRow | null> {
   return (ctx.db as Db).transaction(async (tx) => {
     const job = await lockJob(tx, tenantId, jobId);
     if (!job) return null;
     if (job.status === JOB_STATUS.canceled && !changes.replace) throw new JobStateError('the job is canceled; register a new one');
+    const finished = job.status === JOB_STATUS.canceled || job.status === JOB_STATUS.completed;
+    if (changes.replace && finished) await assertActiveJobsRoom({ db: tx }, tenantId, 1, opts.maxActiveJobs);
     const now = ctx.clock.now();
     const nowIso = new Date(now).toISOString();
     const set: Partial<typeof jobs.$inferInsert> = { updatedAt: new Date(now) };

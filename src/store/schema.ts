@@ -99,6 +99,8 @@ export const jobs = pgTable(
   (t) => [
     index('jobs_tenant_idx').on(t.tenantId, t.id),
     uniqueIndex('jobs_tenant_key_idx').on(t.tenantId, t.key).where(sql`${t.key} is not null`),
+    // The active-jobs quota counts these on every job creation: only open jobs, whatever the tenant's history.
+    index('jobs_tenant_open_idx').on(t.tenantId).where(sql`${t.status} in ('active', 'paused')`),
   ],
 );
 

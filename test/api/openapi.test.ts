@@ -24,6 +24,7 @@ describe('OpenAPI', () => {
       'POST /v1/signing-secrets/rotate', 'POST /v1/jobs', 'GET /v1/jobs', 'GET /v1/jobs/{jobId}', 'PATCH /v1/jobs/{jobId}',
       'DELETE /v1/jobs/{jobId}', 'POST /v1/jobs/{jobId}/trigger', 'GET /v1/jobs/{jobId}/runs', 'PUT /v1/jobs/by-key/{key}',
       'POST /v1/jobs/batch', 'POST /v1/schedules/preview', 'GET /v1/runs/{runId}', 'POST /v1/runs/{runId}/replay', 'GET /v1/dead-letters',
+      'POST /jobs', 'GET /jobs/{jobId}/runs', 'POST /jobs/{jobId}/trigger', 'PATCH /jobs/{jobId}',
     ];
     for (const e of expected) expect(documented, e).toContain(e);
     // And nothing routed is missing from the document.

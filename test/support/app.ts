@@ -1,37 +1,123 @@
-/** The API in process over an in-memory PGlite: for fast HTTP-level tests of validation and problem details. */
+/**
+ * The API in process (`app.request`, no sockets) over a fresh database: an in-memory PGlite by default, or any
+ * `DatabaseTarget` (PGlite in a temp dir, or a new PostgreSQL database on TEST_DATABASE_URL) for tests that must
+ * pass on both. For fast HTTP-level tests of validation, problem details, isolation and limits.
+ */
 import { createApp } from '../../src/api/app.ts';
 import type { AppConfig } from '../../src/api/env.ts';
 import { systemClock, type Clock } from '../../src/domain/clock.ts';
 import { createCipher } from '../../src/store/cipher.ts';
+import { sql } from 'drizzle-orm';
+import { query, type Database } from '../../src/store/db.ts';
 import { openEmbedded } from '../../src/store/embedded.ts';
 import { migrateEmbedded } from '../../src/store/migrate.ts';
 import { apiClient, createTestTenant, type TestTenant } from './api.ts';
 import { ADMIN_TOKEN } from './chime-process.ts';
+import type { DatabaseTarget } from './databases.ts';
+import { openTestStore } from './store.ts';
+
+type Fetch = (input: string, init?: RequestInit) => Promise<Response>;
+
+/** The base URL the in-process clients use (never resolved: requests go to `app.request`). */
+export const TEST_APP_URL = 'http://chime.test';
 
 export type TestApp = {
-  fetch: (input: string, init?: RequestInit) => Promise<Response>;
+  fetch: Fetch;
   tenant(name?: string): Promise<TestTenant>;
   /** The app's routes as Hono registered them (`:param` form), middleware included (method ALL). */
   routes: { method: string; path: string }[];
+  /** The database under the app, for SQL snapshots in tests. */
+  database: Database;
+  /**
+   * A second app instance (a new `createApp`) over the same database, as a second API process would be: on
+   * PostgreSQL with its own connection pool; on PGlite (one process opens it once) over the same handle.
+   * `config` overrides this app's configuration. Closed by `close()`.
+   */
+  another(config?: Partial<AppConfig>): Promise<{ fetch: Fetch }>;
   close(): Promise<void>;
 };
 
-export async function startTestApp(config: Partial<AppConfig> = {}, clock: Clock = systemClock): Promise<TestApp> {
-  const database = await openEmbedded('memory://');
-  await migrateEmbedded(database.pg);
+export type TestAppOptions = {
+  /** Where the data lives; default an in-memory PGlite (fastest). */
+  target?: DatabaseTarget;
+  clock?: Clock;
+  onUnexpectedError?: (err: unknown) => void;
+};
+
+/** The configuration tests run with unless they override it: admin token set, private destinations allowed, no limits. */
+export const TEST_APP_CONFIG: AppConfig = {
+  adminToken: ADMIN_TOKEN,
+  signup: 'closed',
+  allowPrivateDestinations: true,
+  version: 'test',
+  limits: { ratePerSecond: 0, burst: 0, maxActiveJobs: 0 },
+};
+
+/**
+ * Starts the app over a fresh migrated database.
+ * @param config overrides of TEST_APP_CONFIG
+ * @param clockOrOptions a clock (the older form), or options with the target database
+ */
+export async function startTestApp(config: Partial<AppConfig> = {}, clockOrOptions: Clock | TestAppOptions = {}): Promise<TestApp> {
+  const opts: TestAppOptions = 'now' in clockOrOptions ? { clock: clockOrOptions as Clock } : clockOrOptions;
+  const clock = opts.clock ?? systemClock;
   const cipher = await createCipher(new Uint8Array(32).fill(3));
-  const app = createApp({
-    store: { db: database.db, cipher, clock },
-    database,
-    config: { adminToken: ADMIN_TOKEN, signup: 'closed', allowPrivateDestinations: true, version: 'test', ...config },
-  });
-  const fetchFn = (input: string, init?: RequestInit) => Promise.resolve(app.request(input, init));
+  let database: Database;
+  let openAnother: () => Database;
+  let closeAll: () => Promise<void>;
+  if (!opts.target) {
+    const embedded = await openEmbedded('memory://');
+    await migrateEmbedded(embedded.pg);
+    database = embedded;
+    openAnother = () => embedded;
+    closeAll = () => embedded.close();
+  } else {
+    const store = await openTestStore(opts.target, clock);
+    database = store.database;
+    openAnother = () => store.openAnother() ?? store.database;
+    closeAll = () => store.close();
+  }
+  const build = (db: Database, overrides: Partial<AppConfig>) => {
+    const app = createApp({
+      store: { db: db.db, cipher, clock },
+      database: db,
+      config: { ...TEST_APP_CONFIG, ...config, ...overrides },
+      onUnexpectedError: opts.onUnexpectedError,
+    });
+    return { app, fetch: ((input, init) => Promise.resolve(app.request(input, init))) as Fetch };
+  };
+  const { app, fetch: fetchFn } = build(database, {});
   return {
     fetch: fetchFn,
     routes: app.routes.map((r) => ({ method: r.method, path: r.path })),
-    tenant: (name = 'tenant') => createTestTenant('http://chime.test', name, fetchFn),
-    close: () => database.close(),
+    database,
+    tenant: (name = 'tenant') => createTestTenant(TEST_APP_URL, name, fetchFn),
+    another: async (overrides = {}) => ({ fetch: build(openAnother(), overrides).fetch }),
+    close: closeAll,
   };
 }
 
 export { apiClient };
+
+/**
+ * Every stored row of one tenant, as one JSON text to compare before and after: the tenant, its API keys (without
+ * `last_used_at`, which authentication writes), signing secrets, jobs, runs, attempts and idempotency keys, plus
+ * the number of tenants. Read with SQL, not through the API under test.
+ */
+export async function tenantSnapshot(database: Database, tenantId: string): Promise<string> {
+  const [row] = await query<{ s: unknown }>(
+    database.db,
+    sql`select json_build_object(
+      'tenants', (select count(*) from tenants),
+      'tenant', (select row_to_json(x) from tenants x where id = ${tenantId}),
+      'apiKeys', (select json_agg(x order by id) from (select id, name, prefix, key_hash, created_at, expires_at, revoked_at
+                  from api_keys where tenant_id = ${tenantId}) x),
+      'secrets', (select json_agg(x order by id) from signing_secrets x where tenant_id = ${tenantId}),
+      'jobs', (select json_agg(x order by id) from jobs x where tenant_id = ${tenantId}),
+      'runs', (select json_agg(x order by id) from runs x where tenant_id = ${tenantId}),
+      'attempts', (select json_agg(a order by a.id) from attempts a join runs r on r.id = a.run_id where r.tenant_id = ${tenantId}),
+      'idempotency', (select json_agg(x order by key) from idempotency_keys x where tenant_id = ${tenantId})
+    ) as s`,
+  );
+  return JSON.stringify(row!.s);
+}

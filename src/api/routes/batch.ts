@@ -5,15 +5,16 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { JobSpec } from '../../domain/job.ts';
 import type { Db } from '../../store/db.ts';
-import { insertJobs } from '../../store/jobs.ts';
+import { activeJobsRoom, insertJobs, QuotaExceededError } from '../../store/jobs.ts';
 import { and, eq, inArray } from 'drizzle-orm';
 import { jobs } from '../../store/schema.ts';
 import type { AppEnv } from '../env.ts';
 import { toJobSpec } from '../job-input.ts';
+import { unstorableFields } from '../json-guard.ts';
 import { ApiError, problemBody } from '../problems.ts';
 import { JobBodySchema, JobSchema, ProblemSchema } from '../schemas.ts';
 import { jobView } from '../views.ts';
-import { isUniqueViolation, problemResponses } from './common.ts';
+import { creationLimits, isUniqueViolation, problemResponses } from './common.ts';
 
 /** Most jobs in one batch. */
 export const MAX_BATCH_JOBS = 1000;
@@ -47,6 +48,11 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
       const valid: { index: number; spec: JobSpec }[] = [];
       const keys = new Set<string>();
       for (const [index, item] of items.entries()) {
+        const unstorable = unstorableFields(item);
+        if (unstorable.length > 0) {
+          results[index] = { status: 400, problem: problem('validation', unstorable.map((e) => `${e.path}: ${e.message}`).join('; '), unstorable) };
+          continue;
+        }
         const parsed = JobBodySchema.safeParse(item);
         if (!parsed.success) {
           const errors = parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.') || '(body)', message: i.message }));
@@ -81,9 +87,16 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
         }
       }
       try {
-        const created = await (deps.store.db as Db).transaction((tx) =>
-          insertJobs({ ...deps.store, db: tx }, tenantId, valid.map((v) => v.spec), now),
-        );
+        // The active-jobs quota, per item as validation is: the first valid jobs that fit are created, the rest
+        // are answered 409 quota_exceeded (a retry after canceling some jobs sends only those).
+        const { maxActiveJobs = 0 } = creationLimits(deps);
+        const created = await (deps.store.db as Db).transaction(async (tx) => {
+          const room = valid.length > 0 ? await activeJobsRoom({ db: tx }, tenantId, maxActiveJobs) : 0;
+          for (const v of valid.splice(Math.min(room, valid.length))) {
+            results[v.index] = { status: 409, problem: problem('quota_exceeded', new QuotaExceededError(maxActiveJobs, room).message) };
+          }
+          return insertJobs({ ...deps.store, db: tx }, tenantId, valid.map((v) => v.spec), now);
+        });
         created.forEach((job, i) => (results[valid[i]!.index] = { status: 201, job: jobView(job) }));
       } catch (err) {
         if (!isUniqueViolation(err)) throw err;

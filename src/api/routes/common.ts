@@ -1,4 +1,6 @@
 /** Pieces shared by the route modules. */
+import type { CreateJobOptions } from '../../store/jobs.ts';
+import type { AppDeps } from '../env.ts';
 import { PROBLEMS } from '../problems.ts';
 import { ProblemSchema } from '../schemas.ts';
 
@@ -10,6 +12,11 @@ export function problemResponses(...statuses: number[]) {
     out[s] = { description: title, content: { 'application/problem+json': { schema: ProblemSchema } } };
   }
   return out;
+}
+
+/** The store's job-creation options under the app's limits: the active-jobs quota (0 = none). */
+export function creationLimits(deps: Pick<AppDeps, 'config'>): CreateJobOptions {
+  return { maxActiveJobs: deps.config.limits?.maxActiveJobs ?? 0 };
 }
 
 /** The `code`s along an error's `cause` chain (drizzle wraps driver errors; at most 5 deep). */

@@ -13,9 +13,9 @@ import { getRun } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
 import { toJobSpec, validateCallback } from '../job-input.ts';
 import { ApiError, validationError, type FieldError } from '../problems.ts';
-import { CallbackSchema, JobBodySchema, JobSchema, RetrySchema, ScheduleSchema, MAX_JITTER_MS, MAX_RELEVANCY_WINDOW_MS, MAX_METADATA_PAIRS } from '../schemas.ts';
+import { CallbackSchema, JobBodySchema, JobKeySchema, JobSchema, RetrySchema, ScheduleSchema, MAX_JITTER_MS, MAX_RELEVANCY_WINDOW_MS, MAX_METADATA_PAIRS } from '../schemas.ts';
 import { jobView } from '../views.ts';
-import { isUniqueViolation, problemResponses } from './common.ts';
+import { creationLimits, isUniqueViolation, problemResponses } from './common.ts';
 import { findJob } from './jobs.ts';
 import { CATCH_UP_POLICIES, DELIVERY_MODES, OVERLAP_POLICIES } from '../../domain/states.ts';
 
@@ -131,11 +131,11 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
       method: 'put',
       path: '/v1/jobs/by-key/{key}',
       summary: 'Create or replace the job with this key',
-      request: { params: z.object({ key: z.string().min(1).max(200) }), body: { required: true, content: { 'application/json': { schema: JobBodySchema } } } },
+      request: { params: z.object({ key: JobKeySchema }), body: { required: true, content: { 'application/json': { schema: JobBodySchema } } } },
       responses: {
         200: { description: 'Replaced', content: { 'application/json': { schema: JobSchema } } },
         201: { description: 'Created', content: { 'application/json': { schema: JobSchema } } },
-        ...problemResponses(400, 401, 409),
+        ...problemResponses(400, 401, 409, 413),
       },
     }),
     async (c) => {
@@ -151,11 +151,11 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
         const existing = await getJobByKey(deps.store, c.var.tenantId, key);
         if (existing) {
           const { key: _k, authToken, ...fields } = spec;
-          const updated = await updateJob(deps.store, c.var.tenantId, existing.id, { ...fields, authToken: authToken ?? null, replace: true });
+          const updated = await updateJob(deps.store, c.var.tenantId, existing.id, { ...fields, authToken: authToken ?? null, replace: true }, creationLimits(deps));
           return c.json(jobView(updated!), 200);
         }
         try {
-          return c.json(jobView(await createJob(deps.store, c.var.tenantId, spec, now)), 201);
+          return c.json(jobView(await createJob(deps.store, c.var.tenantId, spec, now, creationLimits(deps))), 201);
         } catch (err) {
           if (!isUniqueViolation(err)) throw err; // a concurrent PUT created it: replace that one
         }
@@ -166,7 +166,8 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
   return app;
 }
 
-async function withStateErrors<T>(fn: () => Promise<T>): Promise<T> {
+/** Runs `fn`, turning a refused lifecycle change (JobStateError) into a `409` problem. */
+export async function withStateErrors<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {

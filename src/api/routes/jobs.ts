@@ -11,7 +11,7 @@ import { toJobSpec } from '../job-input.ts';
 import { ApiError } from '../problems.ts';
 import { JobBodySchema, JobSchema, PageQuery, RunSchema } from '../schemas.ts';
 import { jobView, runView } from '../views.ts';
-import { isUniqueViolation, problemResponses } from './common.ts';
+import { creationLimits, isUniqueViolation, problemResponses } from './common.ts';
 
 const JobIdParam = z.object({ jobId: z.string().openapi({ param: { name: 'jobId', in: 'path' } }) });
 
@@ -41,11 +41,11 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
       const idempotencyKey = c.req.valid('header')['idempotency-key'];
       try {
         if (idempotencyKey) {
-          const r = await createJobIdempotently(deps.store, c.var.tenantId, idempotencyKey, await sha256Hex(JSON.stringify(body)), spec, now);
+          const r = await createJobIdempotently(deps.store, c.var.tenantId, idempotencyKey, await sha256Hex(JSON.stringify(body)), spec, now, creationLimits(deps));
           if (r.kind === 'mismatch') throw new ApiError('conflict', 'this Idempotency-Key was used with another request body in the last 24 h');
           return c.json(jobView(r.job), r.kind === 'created' ? 201 : 200);
         }
-        const job = await createJob(deps.store, c.var.tenantId, spec, now);
+        const job = await createJob(deps.store, c.var.tenantId, spec, now, creationLimits(deps));
         return c.json(jobView(job), 201);
       } catch (err) {
         if (isUniqueViolation(err)) throw new ApiError('conflict', `a job with key "${spec.key}" exists; use PUT /v1/jobs/by-key/:key to replace it`);

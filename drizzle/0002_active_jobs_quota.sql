@@ -1,0 +1,1 @@
+CREATE INDEX "jobs_tenant_open_idx" ON "jobs" USING btree ("tenant_id") WHERE "jobs"."status" in ('active', 'paused');

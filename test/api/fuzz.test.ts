@@ -1,0 +1,267 @@
+/**
+ * Fuzzing every write route (and the query strings of the lists) with generated bodies: wrong types, huge strings,
+ * unicode with lone surrogates and U+0000, nulls, extra fields, deep nesting, numbers at the extremes, arrays for
+ * objects, and malformed JSON. Properties: no response is a 5xx; every 4xx is RFC 9457 problem+json; a rejected
+ * request leaves the stored data (a snapshot of every table's rows for the tenant, by SQL) unchanged.
+ * In process (app.request), on each database target.
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient, startTestApp, TEST_APP_URL, tenantSnapshot, type TestApp } from '../support/app.ts';
+import type { Api, TestTenant } from '../support/api.ts';
+import { ADMIN_TOKEN } from '../support/chime-process.ts';
+import { DATABASE_TARGETS } from '../support/databases.ts';
+
+// ---- generated values -------------------------------------------------------------------------------------------
+
+const loneSurrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c));
+const nasty = fc.constantFrom('\u0000', '\ud800', '\udfff', '\u202e', '\ufeff', '🙂', 'e\u0301', '\r\n', '%00', '../', '${x}', "'; drop table jobs; --");
+const str = fc.oneof(
+  fc.string(),
+  fc.string({ unit: 'binary' }),
+  fc.string({ unit: fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }), loneSurrogate, nasty) }),
+  fc.constantFrom('', ' ', 'x'.repeat(201), 'x'.repeat(5000), 'y'.repeat(70 * 1024), '2030-01-01T00:00:00Z', '0 0 * * *', 'https://example.com/x', 'Europe/Berlin', 'null', '[]', '{}'),
+);
+// Boundaries of JSON numbers, of PostgreSQL smallint/integer/bigint columns, and of Chime's own limits.
+const extremeNumber = fc.constantFrom(
+  0, -0, 1, -1, 0.5, 999, 1000, 60_000, 60_001, 2 ** 15 - 1, 2 ** 15, 2 ** 31 - 1, 2 ** 31, -(2 ** 31) - 1, 2 ** 32,
+  24 * 3_600_000 + 1, 30 * 24 * 3_600_000, 366 * 24 * 3_600_000 + 1, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 2,
+  -Number.MAX_SAFE_INTEGER, 1e21, 1e308, -1e308, 5e-324,
+);
+const num = fc.oneof(extremeNumber, fc.integer(), fc.integer({ min: -1, max: 2 ** 33 }), fc.double({ noNaN: true, noDefaultInfinity: true }));
+const scalar = fc.oneof(fc.constant(null), fc.boolean(), num, str);
+
+/** Nesting `depth` levels deep: arrays or objects. */
+const deep = (depth: number, kind: 'array' | 'object'): unknown => {
+  let v: unknown = 1;
+  for (let i = 0; i < depth; i++) v = kind === 'array' ? [v] : { a: v };
+  return v;
+};
+const deepValue = fc.tuple(fc.constantFrom(31, 33, 100, 1000), fc.constantFrom('array' as const, 'object' as const)).map(([d, k]) => deep(d, k));
+
+// Nesting too deep for JSON.stringify here, sent as text (~60 KB, under the 64 KiB body limit).
+const DEEP_ARRAY_TEXT = `${'['.repeat(30_000)}${']'.repeat(30_000)}`;
+const DEEP_OBJECT_TEXT = `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`;
+
+const { value: jsonish } = fc.letrec((tie) => ({
+  value: fc.oneof({ depthSize: 'small', withCrossShrink: true }, scalar, tie('array'), tie('object'), deepValue),
+  array: fc.array(tie('value'), { maxLength: 5 }),
+  object: fc.dictionary(str, tie('value'), { maxKeys: 5 }),
+}));
+
+// ---- bodies -----------------------------------------------------------------------------------------------------
+
+const URL_OK = 'https://example.com/hooks/fuzz';
+const SCHEDULES = [
+  { type: 'once', at: '2031-01-01T00:00:00.000Z' },
+  { type: 'delay', delayMs: 60_000 },
+  { type: 'interval', everyMs: 60_000, startAt: '2031-01-01T00:00:00Z', endAt: '2032-01-01T00:00:00Z' },
+  { type: 'dates', dates: ['2031-01-01T00:00:00Z', '2031-02-01T00:00:00+02:00'] },
+  { type: 'cron', expression: '0 0 * * *', timezone: 'Europe/Berlin' },
+];
+const jobBody = fc.constantFrom(...SCHEDULES).map((schedule) => ({
+  name: 'fuzz',
+  schedule,
+  callback: { url: URL_OK, method: 'POST', headers: { 'X-Team': 'ops' }, authToken: 'tok', successStatusCodes: [200, '2xx'], timeoutMs: 5000 },
+  payload: { a: [1, 'b'] },
+  retry: { strategy: 'exponential', maxAttempts: 3, initialDelayMs: 1000, maxDelayMs: 60_000, multiplier: 2, jitter: true },
+  relevancyWindowMs: 60_000,
+  deliveryMode: 'at-least-once',
+  overlapPolicy: 'skip',
+  catchUp: 'all',
+  jitterMs: 10,
+  metadata: { team: 'ops' },
+}));
+const JOB_PATHS = [
+  'name', 'schedule', 'schedule.type', 'schedule.at', 'schedule.delayMs', 'schedule.everyMs', 'schedule.startAt', 'schedule.endAt',
+  'schedule.dates', 'schedule.dates.0', 'schedule.expression', 'schedule.timezone', 'callback', 'callback.url', 'callback.method',
+  'callback.headers', 'callback.headers.X-Team', 'callback.authToken', 'callback.successStatusCodes', 'callback.successStatusCodes.0',
+  'callback.timeoutMs', 'payload', 'payload.a', 'retry', 'retry.strategy', 'retry.maxAttempts', 'retry.initialDelayMs',
+  'retry.maxDelayMs', 'retry.multiplier', 'retry.jitter', 'relevancyWindowMs', 'deliveryMode', 'overlapPolicy', 'catchUp',
+  'jitterMs', 'key', 'metadata', 'metadata.team', 'unexpectedField',
+];
+
+/** `base` with the value at each dotted path replaced (created if missing). */
+function mutate(base: unknown, changes: [string, unknown][]): unknown {
+  const root = structuredClone(base) as Record<string, unknown>;
+  for (const [path, value] of changes) {
+    const parts = path.split('.');
+    let at: Record<string, unknown> = root;
+    for (const p of parts.slice(0, -1)) {
+      if (typeof at[p] !== 'object' || at[p] === null) at[p] = {};
+      at = at[p] as Record<string, unknown>;
+    }
+    at[parts[parts.length - 1]!] = structuredClone(value); // generated values may be shared instances
+  }
+  return root;
+}
+
+/** Valid bodies with 1..3 fields replaced by generated values, any generated value, or a raw (mostly malformed) text. */
+function bodiesFrom(base: fc.Arbitrary<unknown>, paths: string[]): fc.Arbitrary<{ raw: string } | { json: unknown }> {
+  const value = fc.oneof({ weight: 3, arbitrary: num }, { weight: 3, arbitrary: str }, { weight: 1, arbitrary: fc.constantFrom(null, true, [], {}) }, { weight: 3, arbitrary: jsonish });
+  const mutated = fc
+    .tuple(base, fc.array(fc.tuple(fc.constantFrom(...paths), value), { minLength: 1, maxLength: 3 }))
+    .map(([b, changes]) => ({ json: mutate(b, changes) }));
+  return fc.oneof(
+    { weight: 6, arbitrary: mutated },
+    { weight: 2, arbitrary: jsonish.map((json) => ({ json })) },
+    { weight: 1, arbitrary: fc.oneof(str, fc.constantFrom('{', '{"name":', '[1,]', '{"a":1}}', '\u0000', 'nul', DEEP_ARRAY_TEXT, DEEP_OBJECT_TEXT)).map((raw) => ({ raw })) },
+  );
+}
+
+const MINIMAL_JOB = { schedule: { type: 'delay', delayMs: 60_000 }, callback: { url: URL_OK } };
+const compatBody = fc.constant({ name: 'compat', cronExpr: '*/5 * * * *', handlerUrl: URL_OK, payload: { x: 1 }, timeout: 5000, retries: 2 });
+const COMPAT_PATHS = ['name', 'cronExpr', 'handlerUrl', 'payload', 'timeout', 'retries', 'extra'];
+const patchBody = fc.constantFrom({ paused: true }, { paused: false }, { name: 'renamed' }, { metadata: { a: 'b' } }, { callback: { timeoutMs: 2000 } }, { retry: { maxAttempts: 2 } });
+const batchBody = fc
+  .array(fc.oneof(jobBody, bodiesFrom(jobBody, JOB_PATHS).map((b) => ('json' in b ? b.json : b.raw))), { minLength: 1, maxLength: 4 })
+  .map((jobs) => ({ jobs }));
+const previewBody = fc.constantFrom(...SCHEDULES).map((schedule) => ({ schedule, count: 5 }));
+
+/** A query string of generated parameters, percent-encoded byte by byte (invalid UTF-8 and bad escapes included). */
+const queryString = fc
+  .array(
+    fc.tuple(
+      fc.constantFrom('limit', 'cursor', 'status', 'x', ''),
+      fc.oneof(
+        fc.constantFrom('1', '0', '-1', '100', '101', '1e2', '0x10', ' 5', 'NaN', 'Infinity', '00000000-0000-7000-8000-000000000000', 'active', 'failed', '%ZZ', '%C3', '%00', '%ED%A0%80'),
+        fc.uint8Array({ maxLength: 12 }).map((bytes) => [...bytes].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')),
+      ),
+    ),
+    { maxLength: 4 },
+  )
+  .map((pairs) => (pairs.length ? `?${pairs.map(([k, v]) => `${k}=${v}`).join('&')}` : ''));
+const pathSegment = fc.oneof(
+  fc.constantFrom('k1', 'fuzz-key', '%00', '%ZZ', '%C3%28', '%ED%A0%80', 'a'.repeat(201), '..', '%2F', 'ok.key~1', '00000000-0000-7000-8000-000000000000'),
+  fc.uint8Array({ minLength: 1, maxLength: 10 }).map((bytes) => [...bytes].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')),
+);
+
+// ---- the properties ---------------------------------------------------------------------------------------------
+
+describe.each(DATABASE_TARGETS)('fuzzing the write routes ($kind)', (target) => {
+  let app: TestApp;
+  let tenant: TestTenant;
+  let admin: Api;
+  let jobId: string;
+  let runId: string;
+  const unexpected: unknown[] = [];
+
+  beforeAll(async () => {
+    app = await startTestApp(
+      { allowPrivateDestinations: false, limits: { ratePerSecond: 0, burst: 0, maxActiveJobs: 0 } },
+      { target, onUnexpectedError: (err) => unexpected.push(err) },
+    );
+    tenant = await app.tenant('fuzzed');
+    admin = apiClient(TEST_APP_URL, ADMIN_TOKEN, app.fetch);
+    const job = await tenant.api.post('/v1/jobs', { schedule: { type: 'delay', delayMs: 3_600_000 }, callback: { url: URL_OK }, key: 'k1' });
+    expect(job.status).toBe(201);
+    jobId = job.body.jobId;
+    const run = await tenant.api.post(`/v1/jobs/${jobId}/trigger`);
+    expect(run.status).toBe(202);
+    runId = run.body.runId;
+  });
+  afterAll(() => app?.close());
+
+  const snapshot = () => tenantSnapshot(app.database, tenant.tenantId);
+
+  /** Sends one request and checks the properties; returns after re-snapshotting when it was accepted. */
+  function checker() {
+    let before: string | null = null;
+    return async (api: Api, method: string, path: string, body: { raw: string } | { json: unknown } | undefined, headers: Record<string, string> = {}) => {
+      before ??= await snapshot();
+      const payload = body === undefined ? undefined : 'raw' in body ? body.raw : JSON.stringify(body.json);
+      const r = await api.request(method, path, payload ?? (method === 'GET' ? undefined : ''), { 'content-type': 'application/json', ...headers });
+      const what = `${method} ${path} ${String(payload).slice(0, 300)} → ${r.status} ${JSON.stringify(r.body).slice(0, 500)}; unexpected: ${unexpected.map(String).join(' | ')}`;
+      expect(r.status, what).toBeLessThan(500);
+      if (r.status >= 400) {
+        expect(r.headers.get('content-type'), what).toBe('application/problem+json');
+        expect(r.body, what).toMatchObject({ type: expect.stringMatching(/^urn:chime:problem:/), title: expect.any(String), status: r.status, detail: expect.any(String) });
+        for (const e of r.body.errors ?? []) expect(e, what).toEqual({ path: expect.any(String), message: expect.any(String) });
+        if (method !== 'GET') expect(await snapshot(), `data changed by a rejected ${what}`).toBe(before);
+      } else {
+        before = await snapshot();
+      }
+      return r;
+    };
+  }
+
+  /** fc.check, not fc.assert: the report would stringify the counterexample, which overflows on deep nesting. */
+  const run = async <T>(arb: fc.Arbitrary<T>, numRuns: number, send: (v: T) => Promise<unknown>, examples: T[] = []) => {
+    const out = await fc.check(fc.asyncProperty(arb, async (v) => void (await send(v))), { numRuns, endOnFailure: true, examples: examples.map((e) => [e] as [T]) });
+    if (out.failed) throw new Error(`seed ${out.seed}, path ${out.counterexamplePath}: ${String((out.errorInstance as Error)?.stack ?? out.errorInstance).slice(0, 3000)}`);
+  };
+
+  it('POST /v1/jobs and PUT /v1/jobs/by-key/:key', async () => {
+    const check = checker();
+    const idem = fc.option(fc.constantFrom('i-1', 'i-2', 'x'.repeat(300)), { nil: undefined });
+    await run(fc.tuple(bodiesFrom(jobBody, JOB_PATHS), idem), 700, ([b, key]) => check(tenant.api, 'POST', '/v1/jobs', b, key ? { 'idempotency-key': key } : {}), [
+      // Found by this test once (each was a 500): past the integer column, U+0000 and a lone surrogate in jsonb.
+      [{ json: { ...MINIMAL_JOB, relevancyWindowMs: 2 ** 31 } }, undefined],
+      [{ json: { ...MINIMAL_JOB, payload: { 'a\u0000': 'b' } } }, undefined],
+      [{ json: { ...MINIMAL_JOB, metadata: { a: '\ud800' } } }, 'i-1'],
+      [{ raw: DEEP_OBJECT_TEXT.replace('1', JSON.stringify(MINIMAL_JOB)) }, undefined],
+    ]);
+    await run(fc.tuple(pathSegment, bodiesFrom(jobBody, JOB_PATHS)), 350, ([k, b]) => check(tenant.api, 'PUT', `/v1/jobs/by-key/${k}`, b), [
+      ['%00', { json: MINIMAL_JOB }],
+      ['%ED%A0%80', { json: MINIMAL_JOB }],
+    ]);
+  }, 240_000);
+
+  it('PATCH /v1/jobs/:jobId, POST /v1/jobs/batch and POST /v1/schedules/preview', async () => {
+    const check = checker();
+    await run(bodiesFrom(patchBody, JOB_PATHS.concat('paused')), 400, (b) => check(tenant.api, 'PATCH', `/v1/jobs/${jobId}`, b), [
+      { json: { relevancyWindowMs: 2_209_613_442 } },
+      { json: { name: 'x\u0000' } },
+    ]);
+    await run(bodiesFrom(batchBody, ['jobs', 'jobs.0', 'jobs.1.callback', 'extra']), 200, (b) => check(tenant.api, 'POST', '/v1/jobs/batch', b));
+    await run(bodiesFrom(previewBody, ['schedule', 'schedule.type', 'schedule.expression', 'schedule.timezone', 'schedule.dates', 'count']), 250, (b) =>
+      check(tenant.api, 'POST', '/v1/schedules/preview', b),
+    );
+  }, 240_000);
+
+  it('tenants, API keys, signing secrets and replays', async () => {
+    const check = checker();
+    await run(bodiesFrom(fc.constant({ name: 'n' }), ['name', 'extra']), 250, (b) => check(admin, 'POST', '/v1/tenants', b), [{ json: { name: 'a\u0000' } }]);
+    await run(bodiesFrom(fc.constant({ name: 'ci', expiresAt: '2031-01-01T00:00:00Z' }), ['name', 'expiresAt', 'extra']), 300, (b) => check(tenant.api, 'POST', '/v1/api-keys', b));
+    await run(bodiesFrom(fc.constant({}), ['x']), 20, (b) => check(tenant.api, 'POST', '/v1/signing-secrets/rotate', b));
+    await run(fc.tuple(fc.oneof(fc.constant(runId), pathSegment), bodiesFrom(fc.constant({}), ['x'])), 60, ([id, b]) => check(tenant.api, 'POST', `/v1/runs/${id}/replay`, b));
+  }, 240_000);
+
+  it('the compatibility routes', async () => {
+    const check = checker();
+    await run(bodiesFrom(compatBody, COMPAT_PATHS), 500, (b) => check(tenant.api, 'POST', '/jobs', b));
+    await run(bodiesFrom(fc.constantFrom({ paused: true }, { paused: false }), ['paused', 'extra']), 250, (b) => check(tenant.api, 'PATCH', `/jobs/${jobId}`, b));
+    await run(fc.tuple(fc.oneof(fc.constant(jobId), pathSegment), bodiesFrom(fc.constant({}), ['x'])), 40, ([id, b]) => check(tenant.api, 'POST', `/jobs/${id}/trigger`, b));
+  }, 240_000);
+
+  it('query strings of the lists', async () => {
+    const check = checker();
+    const lists = fc.constantFrom('/v1/jobs', `/v1/jobs/${jobId}/runs`, '/v1/dead-letters', `/jobs/${jobId}/runs`, '/v1/api-keys');
+    await run(fc.tuple(lists, queryString), 500, ([path, q]) => check(tenant.api, 'GET', `${path}${q}`, undefined));
+  }, 240_000);
+
+  it('refuses what PostgreSQL cannot store, naming the field; per job in a batch', async () => {
+    const cases: [unknown, string][] = [
+      [{ ...MINIMAL_JOB, name: 'a\u0000b' }, 'name'],
+      [{ ...MINIMAL_JOB, payload: { list: ['ok', 'x\ud800'] } }, 'payload.list.1'],
+      [{ ...MINIMAL_JOB, metadata: { ['k\udc00']: 'v' } }, 'metadata.k\udc00'],
+      [{ ...MINIMAL_JOB, payload: deep(40, 'array') }, `payload${'.0'.repeat(31)}`],
+    ];
+    for (const [body, path] of cases) {
+      const r = await tenant.api.post('/v1/jobs', body);
+      expect(r.status, path).toBe(400);
+      expect(r.body.errors.map((e: { path: string }) => e.path), path).toEqual([path]);
+    }
+    const batch = await tenant.api.post('/v1/jobs/batch', { jobs: [MINIMAL_JOB, ...cases.map(([body]) => body)] });
+    expect(batch.status).toBe(200);
+    expect(batch.body.results.map((x: { status: number }) => x.status)).toEqual([201, 400, 400, 400, 400]);
+    expect(batch.body.results.slice(1).map((x: { problem: { errors: { path: string }[] } }) => x.problem.errors[0]!.path)).toEqual(cases.map(([, path]) => path));
+    const tenants = await admin.post('/v1/tenants', { name: 'nul\u0000' });
+    expect(tenants.status).toBe(400);
+    expect(tenants.body.errors).toEqual([{ path: 'name', message: expect.stringContaining('U+0000') }]);
+  });
+
+  it('reported no unexpected errors', () => {
+    expect(unexpected.map(String)).toEqual([]);
+  });
+});
