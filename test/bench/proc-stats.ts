@@ -1,0 +1,69 @@
+/**
+ * Per-process resource figures read from Linux procfs (proc(5)): CPU time from `/proc/<pid>/stat` (utime + stime,
+ * fields 14 and 15, in clock ticks of `getconf CLK_TCK`) and peak resident set size from `VmHWM` in
+ * `/proc/<pid>/status`. Reads are synchronous and cheap (~20 µs), so the receiver can sample at the instant the
+ * first callback arrives. Off Linux, or for a process that has exited, the functions return null.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+let ticks: number | null = null;
+
+/** Clock ticks per second of `/proc/<pid>/stat` (usually 100). */
+export function clockTicksPerSecond(): number {
+  if (ticks === null) {
+    try {
+      ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      ticks = 100;
+    }
+  }
+  return ticks;
+}
+
+/** CPU seconds (user + system) the process `pid` has used so far, or null when it cannot be read. */
+export function cpuSeconds(pid: number): number | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // The command name (field 2) is parenthesised and may contain spaces: split after its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[0] is field 3 (state); utime is field 14, stime field 15.
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
+  return (utime + stime) / clockTicksPerSecond();
+}
+
+/** Sum of `cpuSeconds` over `pids`, as a map pid → seconds (unreadable pids are left out). */
+export function cpuSecondsOf(pids: readonly number[]): Record<number, number> {
+  const out: Record<number, number> = {};
+  for (const pid of pids) {
+    const s = cpuSeconds(pid);
+    if (s !== null) out[pid] = s;
+  }
+  return out;
+}
+
+/** Peak resident set size (`VmHWM`) of `pid` in MiB, or null when it cannot be read. */
+export function peakRssMiB(pid: number): number | null {
+  try {
+    const m = /^VmHWM:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * CPU seconds spent between two samples of the same processes. A pid present only in `after` (started in between)
+ * counts in full; one present only in `before` (exited) is lost, which makes the figure a lower bound.
+ */
+export function cpuDelta(before: Record<number, number>, after: Record<number, number>): number {
+  let total = 0;
+  for (const [pid, s] of Object.entries(after)) total += s - (before[Number(pid)] ?? 0);
+  return total;
+}

@@ -1,0 +1,99 @@
+/**
+ * The benchmark's receiver, run as its own child process (so its CPU is not charged to any system under test):
+ * a node:http server on 127.0.0.1 with keep-alive that answers every callback `200 ok` (after `delayMs` when set)
+ * and records, per callback, the receive time and the scheduled time the sender states, to compute fire lag.
+ *
+ * Identity and scheduled time come from Chime's headers (`webhook-id`, `Chime-Scheduled-For`), or from the
+ * `bench-id` and `bench-scheduled-for` headers the peers' bench workers send. Controlled over the IPC channel of
+ * `child_process.fork` (see receiver.ts for the messages).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { cpuSecondsOf } from './proc-stats.ts';
+import { summarizeLags } from './stats.ts';
+import type { ReceiverReply, ReceiverRequest } from './receiver.ts';
+
+type Session = {
+  delayMs: number;
+  ids: Set<string>;
+  total: number;
+  /** Lag in ms of the first delivery of each id. */
+  lags: number[];
+  firstAt: number | null;
+  lastAt: number | null;
+  watch: number[];
+  cpuAtFirst: Record<number, number> | null;
+};
+
+const fresh = (delayMs = 0): Session => ({ delayMs, ids: new Set(), total: 0, lags: [], firstAt: null, lastAt: null, watch: [], cpuAtFirst: null });
+let session = fresh();
+
+const header = (req: http.IncomingMessage, name: string): string | undefined => {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+  const at = Date.now();
+  const s = session;
+  if (s.firstAt === null) {
+    s.firstAt = at;
+    s.cpuAtFirst = cpuSecondsOf(s.watch);
+  }
+  s.lastAt = at;
+  s.total++;
+  const id = header(req, 'webhook-id') ?? header(req, 'bench-id');
+  if (id !== undefined && !s.ids.has(id)) {
+    s.ids.add(id);
+    const scheduled = Date.parse(header(req, 'chime-scheduled-for') ?? header(req, 'bench-scheduled-for') ?? '');
+    if (Number.isFinite(scheduled)) s.lags.push(at - scheduled);
+  }
+  req.resume();
+  req.on('end', () => {
+    const send = () => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('ok');
+    };
+    if (s.delayMs > 0) setTimeout(send, s.delayMs);
+    else send();
+  });
+});
+
+function handle(m: ReceiverRequest): unknown {
+  switch (m.op) {
+    case 'reset':
+      session = fresh(m.delayMs);
+      return null;
+    case 'watch':
+      session.watch = m.pids;
+      return null;
+    case 'stats':
+      return {
+        unique: session.ids.size,
+        total: session.total,
+        firstAt: session.firstAt,
+        lastAt: session.lastAt,
+        cpuAtFirst: session.cpuAtFirst,
+      };
+    case 'lags':
+      return summarizeLags(session.lags);
+  }
+}
+
+process.on('message', (m: ReceiverRequest & { seq: number }) => {
+  let reply: ReceiverReply;
+  try {
+    reply = { seq: m.seq, ok: true, value: handle(m) };
+  } catch (err) {
+    reply = { seq: m.seq, ok: false, error: String(err) };
+  }
+  process.send!(reply);
+});
+process.on('disconnect', () => {
+  server.closeAllConnections();
+  server.close(() => process.exit(0));
+});
+
+server.listen(0, '127.0.0.1', () => {
+  process.send!({ seq: 0, ok: true, value: { port: (server.address() as AddressInfo).port } } satisfies ReceiverReply);
+});

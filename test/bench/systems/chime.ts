@@ -1,0 +1,224 @@
+/**
+ * Chime under the benchmark: the real service in child processes (`node --import tsx src/cli.ts serve`), an
+ * `--role api` process for registration (rate limit and active-jobs quota off, as a bulk load needs) and a
+ * `--role dispatcher` process with Chime's defaults, on a fresh PostgreSQL database.
+ */
+import { createServer } from 'node:net';
+import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
+import { spawnNode, type NodeProcess } from './process.ts';
+import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchContext, type BenchSystem, type EnqueueResult, type SystemSpec, type Tally } from './types.ts';
+
+/** Base64 of 32 fixed bytes: the bench's CHIME_ENCRYPTION_KEY. */
+export const BENCH_ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
+export const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789';
+/** Batch requests in flight at once while loading. */
+const BATCH_CONCURRENCY = 2;
+
+/** Environment every Chime process of the bench gets. */
+function baseEnv(dbUrl: string): Record<string, string> {
+  return {
+    DATABASE_URL: dbUrl,
+    CHIME_ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
+    CHIME_ALLOW_PRIVATE_DESTINATIONS: 'true',
+    CHIME_LOG_LEVEL: 'warn',
+  };
+}
+
+/** A TCP port free right now on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** A job body (API.md "Jobs") whose one run is due at `dueAtMs` (at once when that is not in the future). */
+export function chimeJobBody(callbackUrl: string, dueAtMs: number, n: number): object {
+  const schedule = dueAtMs > Date.now() ? { type: 'once', at: new Date(dueAtMs).toISOString() } : { type: 'delay', delayMs: 0 };
+  return { schedule, callback: { url: callbackUrl }, payload: { n } };
+}
+
+export class ChimeSystem implements BenchSystem {
+  private api: NodeProcess | null = null;
+  private dispatcher: NodeProcess | null = null;
+  private sql: Sql;
+  apiUrl = '';
+  apiKey = '';
+
+  private constructor(
+    readonly spec: SystemSpec,
+    private readonly ctx: BenchContext,
+    readonly dbName: string,
+    readonly dbUrl: string,
+  ) {
+    this.sql = connect(dbUrl);
+  }
+
+  /** Migrates the template database (`chime migrate`). */
+  static async install(dbUrl: string): Promise<void> {
+    const p = spawnNode('src/cli.ts', ['migrate'], baseEnv(dbUrl));
+    const code = await new Promise<number | null>((r) => p.child.once('exit', r));
+    if (code !== 0) throw new Error(`chime migrate exited with ${code}: ${p.output()}`);
+  }
+
+  /** A fresh database, its API process ready and a tenant created (the dispatcher is not started). */
+  static async create(spec: SystemSpec, ctx: BenchContext): Promise<ChimeSystem> {
+    const db = await ctx.databases.create('chime', ctx.templates.chime);
+    const s = new ChimeSystem(spec, ctx, db.name, db.url);
+    try {
+      await s.startApi();
+    } catch (err) {
+      await s.stop();
+      throw err;
+    }
+    return s;
+  }
+
+  /** Pid of the API process. */
+  apiPid(): number | null {
+    return this.api?.pid ?? null;
+  }
+
+  private async startApi(): Promise<void> {
+    const port = await freePort();
+    this.api = spawnNode('src/cli.ts', ['serve', '--role', 'api'], {
+      ...baseEnv(this.dbUrl),
+      PORT: String(port),
+      CHIME_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
+      CHIME_RATE_LIMIT_PER_SECOND: '0',
+      CHIME_MAX_ACTIVE_JOBS: '0',
+    });
+    this.apiUrl = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (this.api.exited()) throw new Error(`chime api exited: ${this.api.output()}`);
+      const ok = await fetch(`${this.apiUrl}/readyz`).then((r) => r.ok, () => false);
+      if (ok) break;
+      if (Date.now() > deadline) throw new Error(`chime api not ready within 60 s: ${this.api.output()}`);
+      await sleep(100);
+    }
+    const res = await fetch(`${this.apiUrl}/v1/tenants`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${BENCH_ADMIN_TOKEN}` },
+      body: JSON.stringify({ name: 'bench' }),
+    });
+    const body = (await res.json()) as { apiKey: string };
+    if (res.status !== 201) throw new Error(`tenant creation failed: ${res.status} ${JSON.stringify(body)}`);
+    this.apiKey = body.apiKey;
+  }
+
+  /** `POST` to the API with the tenant's key; returns status and parsed body. */
+  async post(path: string, body: unknown): Promise<{ status: number; body: any }> {
+    const res = await fetch(`${this.apiUrl}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.apiKey}` },
+      body: JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null };
+  }
+
+  async enqueue(dueAtMs: readonly number[]): Promise<EnqueueResult> {
+    const started = Date.now();
+    const batches: number[][] = [];
+    for (let i = 0; i < dueAtMs.length; i += BATCH_SIZE) batches.push(range(i, Math.min(i + BATCH_SIZE, dueAtMs.length)));
+    let next = 0;
+    const worker = async () => {
+      while (next < batches.length) {
+        const idx = batches[next++]!;
+        const jobs = idx.map((i) => chimeJobBody(this.ctx.callbackUrl, dueAtMs[i]!, i));
+        const r = await this.post('/v1/jobs/batch', { jobs });
+        if (r.status !== 200) throw new Error(`POST /v1/jobs/batch answered ${r.status}: ${JSON.stringify(r.body).slice(0, 500)}`);
+        const bad = (r.body.results as { status: number; problem?: unknown }[]).find((x) => x.status !== 201);
+        if (bad) throw new Error(`POST /v1/jobs/batch refused a job: ${JSON.stringify(bad).slice(0, 500)}`);
+      }
+    };
+    await Promise.all(Array.from({ length: BATCH_CONCURRENCY }, worker));
+    const ms = Date.now() - started;
+    return { count: dueAtMs.length, ms, jobsPerSecond: dueAtMs.length / (ms / 1000) };
+  }
+
+  async startWorker(onSpawned?: (pid: number) => Promise<void>): Promise<void> {
+    this.dispatcher = spawnNode('src/cli.ts', ['serve', '--role', 'dispatcher'], baseEnv(this.dbUrl));
+    await onSpawned?.(this.dispatcher.pid);
+    // The dispatcher has no HTTP port; it is ready once it LISTENs for due-run notifications (dispatcher.start()).
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (this.dispatcher.exited()) throw new Error(`chime dispatcher exited: ${this.dispatcher.output()}`);
+      const [row] = await this.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity
+        where datname = current_database() and query ilike 'listen%chime_runs%'`;
+      if (row!.n > 0) return;
+      if (Date.now() > deadline) throw new Error(`chime dispatcher not listening within 60 s: ${this.dispatcher.output()}`);
+      await sleep(50);
+    }
+  }
+
+  workerPid(): number | null {
+    return this.dispatcher?.pid ?? null;
+  }
+
+  async remaining(): Promise<number> {
+    const horizon = new Date(Date.now() + HORIZON_MS);
+    // Both counts use partial indexes (runs_due_idx, runs_lease_idx), whatever the size of the table.
+    const [row] = await this.sql<{ n: number }[]>`
+      select (select count(*) from runs where status in ('scheduled', 'retrying') and next_attempt_at < ${horizon})::int
+           + (select count(*) from runs where status = 'running')::int as n`;
+    return row!.n;
+  }
+
+  async tally(): Promise<Tally> {
+    const horizon = new Date(Date.now() + HORIZON_MS);
+    const [row] = await this.sql<{ completed: number; failed: number; attempts: number; finished: number }[]>`
+      select count(*) filter (where status = 'succeeded')::int as completed,
+             count(*) filter (where status = 'failed')::int as failed,
+             count(*) filter (where status in ('succeeded', 'failed'))::int as finished,
+             (select count(*) from attempts)::int as attempts
+      from runs where scheduled_for < ${horizon}`;
+    return { completed: row!.completed, failed: row!.failed, retries: Math.max(0, row!.attempts - row!.finished) };
+  }
+
+  async addFutureRows(count: number): Promise<void> {
+    if (count <= 0) return;
+    const base = Date.now() + FUTURE_OFFSET_MS;
+    const tpl = await this.post('/v1/jobs', chimeJobBody(this.ctx.callbackUrl, base, -1));
+    if (tpl.status !== 201) throw new Error(`template job refused: ${tpl.status} ${JSON.stringify(tpl.body)}`);
+    const jobId = tpl.body.jobId as string;
+    const at = `(to_timestamp(${base / 1000}) + g * interval '1 second')`;
+    for (let from = 1; from <= count; from += FUTURE_CHUNK) {
+      const to = Math.min(count, from + FUTURE_CHUNK - 1);
+      await cloneRows(this.sql, { schema: 'public', name: 'jobs' }, `t.id = '${jobId}'`, {
+        id: `md5('j' || g)::uuid`,
+        next_run_at: at,
+        created_at: 'now()',
+        updated_at: 'now()',
+      }, from, to);
+      await cloneRows(this.sql, { schema: 'public', name: 'runs' }, `t.job_id = '${jobId}'`, {
+        id: `md5('r' || g)::uuid`,
+        job_id: `md5('j' || g)::uuid`,
+        scheduled_for: at,
+        next_attempt_at: at,
+        created_at: 'now()',
+      }, from, to);
+      this.ctx.log(`  chime: ${to.toLocaleString('en')} future runs`);
+    }
+    await this.sql.unsafe('vacuum analyze jobs, runs');
+  }
+
+  backendPids(): Promise<number[]> {
+    return clientBackendPids(this.sql);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.dispatcher?.stop(), this.api?.stop()]);
+    await this.sql.end({ timeout: 5 }).catch(() => {});
+    await this.ctx.databases.drop(this.dbName);
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);

@@ -1,0 +1,86 @@
+/**
+ * What every system under test (Chime, pg-boss, graphile-worker) offers the workloads. One `BenchSystem` is one
+ * configuration on one fresh database; the workloads create it, load it, start its worker process, watch it
+ * finish, and stop it (which drops the database).
+ */
+import type { DatabaseFactory } from '../db.ts';
+
+/** The configurations measured: Chime with its defaults, each peer with its defaults and with its documented tuning. */
+export type SystemId = 'chime' | 'pgboss' | 'pgboss-tuned' | 'graphile' | 'graphile-tuned';
+export type Family = 'chime' | 'pgboss' | 'graphile';
+
+export type SystemSpec = {
+  id: SystemId;
+  family: Family;
+  /** Runs with the peer's documented tuning (false: out-of-the-box defaults). */
+  tuned: boolean;
+  label: string;
+};
+
+/** Runs per registration call while loading: Chime's `POST /v1/jobs/batch` maximum, used for the peers too. */
+export const BATCH_SIZE = 1000;
+/** Runs due before now + this count as the workload's; future rows of the scale workload (and calibration runs) are later. */
+export const HORIZON_MS = 86_400_000;
+/** Future rows (scale workload) and calibration runs are due from now + this (~10 years). */
+export const FUTURE_OFFSET_MS = 10 * 365 * 86_400_000;
+/** Rows per INSERT … SELECT when adding future rows. */
+export const FUTURE_CHUNK = 1_000_000;
+
+export const SYSTEMS: readonly SystemSpec[] = Object.freeze([
+  { id: 'chime', family: 'chime', tuned: false, label: 'Chime (defaults)' },
+  { id: 'pgboss', family: 'pgboss', tuned: false, label: 'pg-boss (defaults)' },
+  { id: 'pgboss-tuned', family: 'pgboss', tuned: true, label: 'pg-boss (tuned)' },
+  { id: 'graphile', family: 'graphile', tuned: false, label: 'graphile-worker (defaults)' },
+  { id: 'graphile-tuned', family: 'graphile', tuned: true, label: 'graphile-worker (tuned)' },
+]);
+
+/** Shared by every system of a bench run. */
+export type BenchContext = {
+  databases: DatabaseFactory;
+  /** Template database per family, with its schema installed. */
+  templates: Record<Family, string>;
+  /** Where callbacks go (the bench receiver's `/hook`). */
+  callbackUrl: string;
+  /** Progress lines (stderr). */
+  log: (line: string) => void;
+};
+
+/** Counts from the system's own records of the due runs, read after a workload. */
+export type Tally = {
+  /** Recorded as done: Chime runs `succeeded`, pg-boss jobs `completed`, graphile jobs deleted. */
+  completed: number;
+  /** Recorded as failed for good. */
+  failed: number;
+  /** Attempts beyond the first (retries), where the system keeps them. */
+  retries: number | null;
+};
+
+export type EnqueueResult = { count: number; ms: number; jobsPerSecond: number };
+
+export interface BenchSystem {
+  readonly spec: SystemSpec;
+  readonly dbName: string;
+  readonly dbUrl: string;
+  /**
+   * Registers one run per element of `dueAtMs` (epoch ms; at or before now means due at once), in order, through
+   * the system's registration path: Chime's `POST /v1/jobs/batch`, pg-boss `insert`, graphile-worker `addJobs`.
+   * @throws Error when any item is refused
+   */
+  enqueue(dueAtMs: readonly number[]): Promise<EnqueueResult>;
+  /**
+   * Spawns the worker process (Chime: `serve --role dispatcher`), awaits `onSpawned(pid)` at once (before the
+   * process can have done any work: it still has to load), and resolves once the worker is ready to work.
+   */
+  startWorker(onSpawned?: (pid: number) => Promise<void>): Promise<void>;
+  /** Pid of the worker process (null before `startWorker`). */
+  workerPid(): number | null;
+  /** Due runs not yet recorded as finished (cheap: index-only, safe to poll every 100 ms). */
+  remaining(): Promise<number>;
+  tally(): Promise<Tally>;
+  /** Adds `count` runs due ~10 years from now straight in SQL (`generate_series`), then VACUUM ANALYZE. */
+  addFutureRows(count: number): Promise<void>;
+  /** Pids of this database's PostgreSQL client backends except the harness's own. */
+  backendPids(): Promise<number[]>;
+  /** Stops every process it started and drops its database. */
+  stop(): Promise<void>;
+}
