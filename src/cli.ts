@@ -22,13 +22,14 @@ import { resolvePublicHost } from './dispatch/guard.ts';
 import { createKeyring } from './dispatch/keyring.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 import { CipherError } from './store/cipher.ts';
-import { ensureJwtKey } from './store/jwt-keys.ts';
+import { ensureJwtKey, JWKS_GRACE_MS, rotateJwtKey } from './store/jwt-keys.ts';
 import { createTenant } from './store/tenants.ts';
 
 const USAGE = `usage: chime <command>
   serve [--role api|dispatcher|all]   run the service (default: all, on PORT)
   migrate                             apply database migrations
   tenant create --name NAME           create a tenant; prints its API key and signing secret once
+  keys rotate-jwt                     retire the JWT signing key now and start signing with a new one
   listen [--port P] [--secret whsec_…] [--jwks URL]
                                       a local receiver that prints each callback and checks its signatures
   node                                the JSON-lines node protocol on stdin/stdout
@@ -57,6 +58,18 @@ async function main(argv: string[]): Promise<number> {
       try {
         const t = await createTenant(rt.store, values.name);
         process.stdout.write(JSON.stringify({ tenant: { ...t.tenant, createdAt: t.tenant.createdAt.toISOString() }, apiKey: t.apiKey, signingSecret: t.signingSecret }, null, 2) + '\n');
+      } finally {
+        await rt.database.close();
+      }
+      return 0;
+    }
+    case 'keys': {
+      if (rest[0] !== 'rotate-jwt' || rest.length !== 1) return usage('keys rotate-jwt');
+      const rt = await openRuntime(loadConfig(process.env));
+      try {
+        const key = await rotateJwtKey(rt.store);
+        process.stdout.write(JSON.stringify({ kid: key.kid, createdAt: new Date(key.createdAtMs).toISOString() }) + '\n');
+        process.stderr.write(`new JWT signing key ${key.kid}; dispatchers switch to it within a minute, the old key stays in the JWKS ${JWKS_GRACE_MS / 60_000} minutes\n`);
       } finally {
         await rt.database.close();
       }
@@ -95,8 +108,12 @@ function usage(problem?: string): number {
 async function serve(config: Config, role: (typeof ROLES)[number]): Promise<number> {
   const logger = pino({ level: config.logLevel, base: { service: 'chime', role } });
   const rt = await openRuntime(config, { poolSize: role === 'api' ? 10 : 20 });
-  // Opening the signing key proves the encryption key is the one the data was sealed with.
-  await ensureJwtKey(rt.store);
+  // Opening the signing key proves the encryption key is the one the data was sealed with. On a mismatch the
+  // database is closed, or its open connections would keep the process from exiting.
+  await ensureJwtKey(rt.store).catch(async (err: unknown) => {
+    await rt.database.close().catch(() => {});
+    throw err;
+  });
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -107,6 +124,7 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   let server: ServerType | null = null;
   let dispatcher: Dispatcher | null = null;
   let housekeeper: Housekeeper | null = null;
+  const callbackAgent = createCallbackAgent({ allowPrivate: config.allowPrivateDestinations });
   // A dispatcher-only process still answers /healthz, /readyz and /metrics on PORT.
   server = role === 'dispatcher' ? await startOpsServer(config, rt, logger, metrics) : await startApi(config, rt, logger, metrics);
   if (role !== 'api') {
@@ -117,8 +135,8 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
       database: rt.database,
       clock: rt.clock,
       logger,
-      deliver: createDeliver(createCallbackAgent({ allowPrivate: config.allowPrivateDestinations })),
-      keyring: createKeyring(rt.store),
+      deliver: createDeliver(callbackAgent),
+      keyring: createKeyring(rt.store, { jwtKeyMaxAgeMs: config.jwtKeyMaxAgeMs }),
       userAgent: `chime/${pkg.version}`,
       options: config.dispatch,
     });
@@ -143,6 +161,8 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
 
   const closing = server ? new Promise<void>((r) => server!.close(() => r())) : Promise.resolve();
   await dispatcher?.stop();
+  // Requests still hanging were released by stop(): abort them, or their sockets would keep the process alive.
+  await callbackAgent.destroy().catch(() => {});
   await housekeeper?.stop();
   await closing;
   await rt.database.close();
@@ -157,7 +177,7 @@ function startApi(config: Config, rt: Runtime, logger: Logger, metrics: MetricsE
     metrics,
     store: rt.store,
     database: rt.database,
-    config: { adminToken: config.adminToken, signup: config.signup, allowPrivateDestinations: config.allowPrivateDestinations, version: pkg.version },
+    config: { adminToken: config.adminToken, signup: config.signup, allowPrivateDestinations: config.allowPrivateDestinations, version: pkg.version, limits: config.limits },
     resolveHost: async (host) => {
       const r = await resolvePublicHost(host);
       // A name that does not resolve now is accepted: the connect-time guard checks it on every attempt.
