@@ -15,7 +15,7 @@ import { newId } from '../domain/ids.ts';
 import { claimRuns, type ClaimedRun } from '../store/queue/claim-runs.ts';
 import { finishRuns, type AttemptOutcome } from '../store/queue/finish-runs.ts';
 import { nextDueAt, reapExpiredLeases, releaseLeases } from '../store/queue/reap-leases.ts';
-import { renewLeases } from '../store/queue/renew-leases.ts';
+import { renewLeases, unclaimRuns } from '../store/queue/renew-leases.ts';
 import { performAttempt, type AttemptDeps } from './attempt.ts';
 import type { Deliver } from './deliver.ts';
 import type { Keyring } from './keyring.ts';
@@ -283,6 +283,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       slotFreed?.();
       await loopDone;
       await unlisten?.().catch(() => {});
+      // Runs still waiting for a per-destination slot were never sent: give them back untouched, do not send them.
+      const unsent = [...queued.values()];
+      if (unsent.length > 0) {
+        for (const r of unsent) released.add(r.runId);
+        await unclaimRuns(db, o.owner, unsent, clock.now()).catch((err) => logger.error({ err }, 'giving back unsent runs failed'));
+        logger.info({ runs: unsent.length }, 'stopping: gave back runs that were waiting for a per-destination slot');
+      }
       let timer: NodeJS.Timeout | undefined;
       const graceOver = new Promise<'timeout'>((r) => {
         timer = setTimeout(() => r('timeout'), graceMs);

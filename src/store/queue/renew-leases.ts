@@ -29,3 +29,25 @@ export async function renewLeases(db: Db, owner: string, renewals: LeaseRenewal[
   );
   return new Set(held.map((h) => h.id));
 }
+
+/**
+ * Undoes claims `owner` holds for runs it never sent (a stopping dispatcher's per-destination queue): each run goes
+ * back to the waiting state it was claimed from, due now, its attempt not counted and nothing logged, so another
+ * dispatcher sends it as if this one had never claimed it (at-most-once runs included: nothing left).
+ * @returns the ids of the runs given back (the others' leases were no longer held)
+ */
+export async function unclaimRuns(db: Db, owner: string, claims: { runId: string; attempt: number }[], nowMs: number): Promise<Set<string>> {
+  if (claims.length === 0) return new Set();
+  const rows = JSON.stringify(claims.map((c) => ({ id: c.runId, attempt: c.attempt })));
+  const back = await query<{ id: string }>(
+    db,
+    sql`update runs r
+        set status = case when r.attempts > 1 then 'retrying' else 'scheduled' end, attempts = r.attempts - 1,
+            next_attempt_at = ${new Date(nowMs).toISOString()}::timestamptz,
+            started_at = case when r.attempts > 1 then r.started_at end, lease_owner = null, lease_expires_at = null
+        from jsonb_to_recordset(${rows}::jsonb) as v(id uuid, attempt smallint)
+        where r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
+        returning r.id`,
+  );
+  return new Set(back.map((b) => b.id));
+}
