@@ -27,7 +27,7 @@ export function openPostgres(url: string, opts: PostgresOptions = {}): Database 
     // Times travel as timestamptz; parse them to Date (postgres.js default) and keep bigint as string.
     connection: { application_name: 'chime' },
   });
-  const db = drizzle(client, { schema }) as unknown as Db;
+  const db = drizzle(preparing(client), { schema }) as unknown as Db;
   return {
     db,
     sql: client,
@@ -38,4 +38,32 @@ export function openPostgres(url: string, opts: PostgresOptions = {}): Database 
     },
     close: () => client.end({ timeout: 5 }),
   };
+}
+
+/**
+ * The client as drizzle sees it, with every query sent as a named prepared statement. drizzle-orm's postgres-js
+ * driver passes `prepare: false` unless a query was given a name, so each query would be parsed, described and
+ * planned again on every execution; postgres.js keys prepared statements by text and parameter types per
+ * connection, so the hot path's fixed statements are parsed once per connection. Transactions' clients are wrapped
+ * the same way.
+ */
+function preparing<T extends postgres.Sql | postgres.TransactionSql>(client: T): T {
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop === 'unsafe') {
+        return (query: string, params?: unknown[], options?: { prepare?: boolean }) =>
+          target.unsafe(query, params as never, { ...options, prepare: true });
+      }
+      if (prop === 'begin' || prop === 'savepoint') {
+        return (...args: unknown[]) => {
+          const last = args.length - 1;
+          const body = args[last] as (tx: postgres.TransactionSql) => unknown;
+          args[last] = (tx: postgres.TransactionSql) => body(preparing(tx));
+          return (Reflect.get(target, prop) as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
