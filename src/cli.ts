@@ -19,6 +19,7 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createCallbackAgent, createDeliver } from './dispatch/deliver.ts';
 import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts';
 import { resolvePublicHost } from './dispatch/guard.ts';
+import { createNodeJwtSigner } from './dispatch/jwt-node.ts';
 import { createKeyring } from './dispatch/keyring.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 import { CipherError } from './store/cipher.ts';
@@ -136,7 +137,7 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
       clock: rt.clock,
       logger,
       deliver: createDeliver(callbackAgent),
-      keyring: createKeyring(rt.store, { jwtKeyMaxAgeMs: config.jwtKeyMaxAgeMs }),
+      keyring: createKeyring(rt.store, { jwtKeyMaxAgeMs: config.jwtKeyMaxAgeMs, createSigner: createNodeJwtSigner }),
       userAgent: `chime/${pkg.version}`,
       options: config.dispatch,
     });

@@ -42,9 +42,10 @@ export function createCallbackAgent(opts: { allowPrivate: boolean; connectTimeou
 export function createDeliver(agent: Dispatcher): Deliver {
   return async (req, nowMs) => {
     try {
+      const url = new URL(req.url);
       const res = await agent.request({
-        origin: new URL(req.url).origin,
-        path: pathOf(req.url),
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
         method: req.method,
         headers: req.headers,
         body: req.body,
@@ -64,11 +65,6 @@ export function createDeliver(agent: Dispatcher): Deliver {
       return classifyError(err);
     }
   };
-}
-
-function pathOf(url: string): string {
-  const u = new URL(url);
-  return `${u.pathname}${u.search}`;
 }
 
 async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<string> {

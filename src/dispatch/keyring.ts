@@ -5,7 +5,7 @@
  * on every callback would put AES-GCM and a query on the hot path for nothing.
  */
 import { activeSigningSecrets } from '../store/signing-secrets.ts';
-import { ensureJwtKey, JWT_KEY_MAX_AGE_DEFAULT_MS } from '../store/jwt-keys.ts';
+import { ensureJwtKey, JWT_KEY_MAX_AGE_DEFAULT_MS, type SigningJwk } from '../store/jwt-keys.ts';
 import type { StoreContext } from '../store/context.ts';
 import { createJwtSigner, type JwtSigner } from './sign.ts';
 
@@ -19,6 +19,8 @@ export const AUTH_TOKEN_CACHE_SIZE = 10_000;
 export type KeyringOptions = {
   /** Maximum age of the JWT signing key in ms before it is rotated (config.jwtKeyMaxAgeMs; default 30 days). */
   jwtKeyMaxAgeMs?: number;
+  /** Makes the signer of a key (default `createJwtSigner`, jose: portable; the Node dispatcher passes node:crypto's). */
+  createSigner?: (key: SigningJwk) => Promise<JwtSigner>;
 };
 
 export interface Keyring {
@@ -63,7 +65,7 @@ export function createKeyring(ctx: StoreContext, opts: KeyringOptions = {}): Key
           const key = await ensureJwtKey(ctx, { maxAgeMs });
           // Reload (and so rotate) when the key comes of age, not up to JWT_KEY_TTL_MS after.
           e.expiresAt = Math.min(e.expiresAt, Math.max(key.createdAtMs + maxAgeMs, ctx.clock.now() + JWT_KEY_MIN_TTL_MS));
-          return createJwtSigner(key);
+          return (opts.createSigner ?? createJwtSigner)(key);
         },
         JWT_KEY_TTL_MS,
         (e) => (jwt = e),
