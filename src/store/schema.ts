@@ -130,8 +130,6 @@ export const runs = pgTable(
     index('runs_lease_idx').on(t.leaseExpiresAt).where(sql`${t.status} = 'running'`),
     index('runs_job_idx').on(t.jobId, t.id),
     index('runs_tenant_failed_idx').on(t.tenantId, t.id).where(sql`${t.status} = 'failed'`),
-    // Retention: finished runs by age (waiting and running runs are not in it).
-    index('runs_finished_idx').on(t.finishedAt).where(sql`${t.finishedAt} is not null`),
   ],
 );
 
