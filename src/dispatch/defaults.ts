@@ -6,13 +6,14 @@
 import type { DispatcherOptions } from './dispatcher.ts';
 import { REAP_INTERVAL_DEFAULT_MS } from '../store/queue/reap-leases.ts';
 
-/** Batch and concurrency in runs; lease margin, poll, reap interval and shutdown grace in ms. */
+/** Batch and concurrency in runs; lease margin, poll, lookahead, reap interval and shutdown grace in ms. */
 export const DISPATCHER_DEFAULTS: Readonly<Omit<DispatcherOptions, 'owner'>> = Object.freeze({
   batchSize: 100,
   concurrency: 256,
   perDestination: 16,
   leaseMarginMs: 30_000,
   pollMs: 2_000,
+  lookaheadMs: 250,
   reapIntervalMs: REAP_INTERVAL_DEFAULT_MS,
   shutdownGraceMs: 10_000,
 });

@@ -38,6 +38,11 @@ export type DispatcherOptions = {
   leaseMarginMs: number;
   /** Longest sleep without looking for due runs, in ms. */
   pollMs: number;
+  /**
+   * Runs due within this many ms are claimed ahead and fired by a local timer at their due time, so fire lag is the
+   * timer's, not a claim's round trips. A job paused or canceled inside this window still fires its claimed run.
+   */
+  lookaheadMs: number;
   reapIntervalMs: number;
   /** How long `stop()` lets in-flight callbacks finish before releasing their leases, in ms. */
   shutdownGraceMs: number;
@@ -45,11 +50,16 @@ export type DispatcherOptions = {
 
 // The defaults live in their own module so that configuration can read them without importing the dispatcher.
 export { DISPATCHER_DEFAULTS };
-/** Sleep when due runs exist but are all held by other dispatchers, in ms. */
-const CONTENDED_SLEEP_MS = 20;
+/** Sleep when due runs exist but none could be claimed (other dispatchers hold them), in ms. */
+const CONTENDED_SLEEP_MS = 10;
 /** Backoff after a failed claim or finish (database down), doubling up to the max, in ms. */
 const ERROR_BACKOFF_MIN_MS = 100;
 const ERROR_BACKOFF_MAX_MS = 5_000;
+/**
+ * How long outcomes gather before they are written, in ms: one statement per few ms instead of one per callback
+ * (the run's state lags by this; a retry's wake-up is unaffected, its time is seconds away).
+ */
+const FINISH_GATHER_MS = 5;
 /** Most outcomes written by one finish statement. */
 const FINISH_BATCH = 500;
 
@@ -101,6 +111,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let slotFreed: (() => void) | null = null;
   let endGrace: (() => void) | null = null;
   const metrics = deps.metrics ?? createDispatchMetrics(new Registry());
+  const untilDue = untilDueWith(clock);
   /** Callbacks in flight per origin; an origin's series is removed when it reaches 0, so the label set stays bounded. */
   const inFlightByOrigin = new Map<string, number>();
   const countInFlight = (origin: string, delta: number): void => {
@@ -135,14 +146,21 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         }
         const limit = Math.min(o.batchSize, free);
         const endClaim = metrics.claimDuration.startTimer();
-        const claimed = await claimRuns(db, { owner: o.owner, limit, nowMs: clock.now(), leaseMarginMs: o.leaseMarginMs });
+        const claimed = await claimRuns(db, { owner: o.owner, limit, nowMs: clock.now(), leaseMarginMs: o.leaseMarginMs, horizonMs: o.lookaheadMs });
         endClaim();
         for (const run of claimed) track(run);
         backoff = ERROR_BACKOFF_MIN_MS;
         if (claimed.length === limit || !running) continue;
         const due = await nextDueAt(db);
         const now = clock.now();
-        const wait = due === null ? o.pollMs : due <= now ? CONTENDED_SLEEP_MS : Math.min(due - now, o.pollMs);
+        // Wake when the earliest waiting run enters the lookahead; if it already has, claim again at once unless the
+        // last claim found nothing (the due runs are held by other dispatchers).
+        const claimAt = due === null ? null : due - o.lookaheadMs;
+        // Claims ahead are gathered: a run entering the lookahead waits up to a fifth of it for the ones behind it.
+        const gather = Math.floor(o.lookaheadMs / 5);
+        const wait =
+          claimAt === null ? o.pollMs : claimAt > now ? Math.min(Math.max(claimAt - now, gather), o.pollMs) : claimed.length > 0 ? 0 : CONTENDED_SLEEP_MS;
+        if (wait === 0) continue;
         // stop() may have come while this iteration awaited the database: its wake() found no sleep to end.
         if (!running) break;
         await wakeup.sleep(wait, now);
@@ -169,6 +187,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   async function deliverRun(run: ClaimedRun): Promise<void> {
     const origin = originOf(run.callback.url);
     queued.set(run.runId, run);
+    await untilDue(run.dueAtMs);
     await limiter.acquire(origin);
     queued.delete(run.runId);
     countInFlight(origin, 1);
@@ -200,8 +219,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   function flush(): Promise<void> {
     flushing ??= (async () => {
       let backoff = ERROR_BACKOFF_MIN_MS;
-      // Let outcomes that finish in the same tick join one statement.
-      await new Promise((r) => setImmediate(r));
+      // Let outcomes that finish within a few ms join one statement.
+      await new Promise((r) => setTimeout(r, FINISH_GATHER_MS));
       while (pending.length > 0) {
         const batch = pending.splice(0, FINISH_BATCH);
         try {
@@ -209,7 +228,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           const held = await finishRuns(db, o.owner, batch);
           endFinish();
           // A retry is claimable only now that its outcome is written: wake the loop if it is due before its sleep ends.
-          for (const b of batch) if (b.nextAttemptAtMs !== null) wakeup.wakeBy(b.nextAttemptAtMs);
+          for (const b of batch) if (b.nextAttemptAtMs !== null) wakeup.wakeBy(b.nextAttemptAtMs - o.lookaheadMs);
           if (held.size < batch.length) {
             logger.warn({ lost: batch.length - held.size }, 'outcomes not recorded: their leases had expired and were reclaimed');
           }
@@ -269,7 +288,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     async start() {
       if (running) return;
       running = true;
-      unlisten = await database.listen(RUNS_CHANNEL, (payload) => wakeup.wakeBy(Number(payload)));
+      unlisten = await database.listen(RUNS_CHANNEL, (payload) => wakeup.wakeBy(Number(payload) - o.lookaheadMs));
       reapTimer = setInterval(() => void renewQueued().then(reap), o.reapIntervalMs);
       reapTimer.unref();
       loopDone = loop();
@@ -311,6 +330,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     drainNow() {
       endGrace?.();
     },
+  };
+}
+
+/** Resolves at `dueAtMs` by `clock` (a timer may fire a little early by the wall clock: it is re-armed). */
+function untilDueWith(clock: Clock): (dueAtMs: number) => Promise<void> {
+  return async function untilDue(dueAtMs) {
+    for (let left = dueAtMs - clock.now(); left > 0; left = dueAtMs - clock.now()) {
+      await new Promise((r) => setTimeout(r, left));
+    }
   };
 }
 

@@ -1,7 +1,8 @@
 /**
  * Claims due runs for one dispatcher: the hot path's first half. One transaction:
- * 1. `UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED)` takes up to `limit` waiting runs whose time has come, sets
- *    the lease (callback timeout + margin) and counts the attempt, returning each run with its job;
+ * 1. `UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED)` takes up to `limit` waiting runs whose time has come (or comes
+ *    within `horizonMs`), sets the lease (from the due time: callback timeout + margin) and counts the attempt,
+ *    returning each run with its job;
  * 2. decides each run's fate (`decideClaim`): deliver, or end it `expired`/`skipped` without a request;
  * 3. creates each advancing job's next occurrence and updates the job (DESIGN.md invariant 2: the next occurrence
  *    is created in the same transaction that claims the current one).
@@ -27,6 +28,8 @@ export type ClaimedRun = {
   trigger: RunTrigger;
   attempt: number;
   leaseExpiresAtMs: number;
+  /** When the attempt is due (epoch ms): `scheduledFor` plus jitter, or a retry's time; ≤ the claim's now + horizon. */
+  dueAtMs: number;
   callback: CallbackSpec;
   authTokenEnc: string | null;
   payload: unknown;
@@ -43,6 +46,7 @@ type Row = {
   trigger: RunTrigger;
   attempts: number;
   lease_expires_at: Date | string;
+  due_at: Date | string;
   job_status: string;
   schedule: Schedule;
   callback: CallbackSpec;
@@ -63,6 +67,8 @@ export type ClaimOptions = {
   nowMs: number;
   /** Added to the callback's timeout to make the lease, in ms. */
   leaseMarginMs: number;
+  /** Also claim runs due up to this many ms after `nowMs` (the dispatcher fires them on a timer); default 0. */
+  horizonMs?: number;
 };
 
 const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
@@ -72,18 +78,21 @@ const isoOrNull = (t: number | null): string | null => (t === null ? null : new 
 export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> {
   return db.transaction(async (tx) => {
     const now = new Date(o.nowMs).toISOString();
+    const horizon = new Date(o.nowMs + (o.horizonMs ?? 0)).toISOString();
     const rows = await query<Row>(
       tx,
       sql`update runs r
           set status = 'running', lease_owner = ${o.owner},
-              lease_expires_at = ${now}::timestamptz
+              -- A run claimed ahead of its time (horizon) is held from its due time on.
+              lease_expires_at = greatest(${now}::timestamptz, due.next_attempt_at)
                 + (coalesce((j.callback->>'timeoutMs')::int, 10000) + ${o.leaseMarginMs}::int) * interval '1 millisecond',
-              attempts = r.attempts + 1, started_at = coalesce(r.started_at, ${now}::timestamptz), next_attempt_at = null
-          from (select id from runs
-                where status in ('scheduled', 'retrying') and next_attempt_at <= ${now}::timestamptz
+              attempts = r.attempts + 1, next_attempt_at = null,
+              started_at = coalesce(r.started_at, greatest(${now}::timestamptz, due.next_attempt_at))
+          from (select id, next_attempt_at from runs
+                where status in ('scheduled', 'retrying') and next_attempt_at <= ${horizon}::timestamptz
                 order by next_attempt_at limit ${o.limit} for update skip locked) due, jobs j
           where r.id = due.id and j.id = r.job_id
-          returning r.id, r.job_id, r.tenant_id, r.scheduled_for, r.trigger, r.attempts, r.lease_expires_at,
+          returning r.id, r.job_id, r.tenant_id, r.scheduled_for, r.trigger, r.attempts, r.lease_expires_at, due.next_attempt_at as due_at,
                     j.status as job_status, j.schedule, j.callback, j.auth_token_enc, j.payload, j.retry,
                     j.relevancy_window_ms, j.delivery_mode, j.overlap_policy, j.catch_up, j.jitter_ms`,
     );
@@ -137,6 +146,7 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
         trigger: r.trigger,
         attempt: r.attempts,
         leaseExpiresAtMs: ms(r.lease_expires_at),
+        dueAtMs: ms(r.due_at),
         callback: r.callback,
         authTokenEnc: r.auth_token_enc,
         payload: r.payload,

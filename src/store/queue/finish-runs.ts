@@ -63,31 +63,39 @@ export async function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome
     })),
   );
   const pauses = outcomes.filter((o) => o.pauseReason !== null).map((o) => ({ id: o.jobId, reason: o.pauseReason }));
-  return db.transaction(async (tx) => {
-    const held = await query<{ id: string }>(
-      tx,
-      sql`update runs r
-          set status = v.status, next_attempt_at = v.next_attempt_at, finished_at = v.finished_at,
-              response_status = v.response_status, error = v.error, lease_owner = null, lease_expires_at = null
-          from jsonb_to_recordset(${runRows}::jsonb)
-               as v(id uuid, attempt smallint, status text, next_attempt_at timestamptz, finished_at timestamptz,
-                    response_status smallint, error text)
-          where r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
-          returning r.id`,
+  // One statement records the runs and the attempt log (atomic without a transaction's extra round trips); the
+  // rare batch with a 410 Gone pauses its jobs in the same transaction.
+  const record = (ex: Db) =>
+    query<{ id: string }>(
+      ex,
+      sql`with held as (
+            update runs r
+            set status = v.status, next_attempt_at = v.next_attempt_at, finished_at = v.finished_at,
+                response_status = v.response_status, error = v.error, lease_owner = null, lease_expires_at = null
+            from jsonb_to_recordset(${runRows}::jsonb)
+                 as v(id uuid, attempt smallint, status text, next_attempt_at timestamptz, finished_at timestamptz,
+                      response_status smallint, error text)
+            where r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
+            returning r.id),
+          -- Every attempt happened, whether or not its lease still held: the log keeps them all. A result that comes
+          -- after the reaper logged its attempt as lease_lost fills that entry in and keeps the class.
+          logged as (
+            insert into attempts (run_id, attempt, started_at, finished_at, duration_ms, response_status,
+                                  response_body_excerpt, error_class, error)
+            select * from jsonb_to_recordset(${attemptRows}::jsonb)
+              as v(run_id uuid, attempt smallint, started_at timestamptz, finished_at timestamptz, duration_ms int,
+                   response_status smallint, response_body_excerpt text, error_class text, error text)
+            on conflict (run_id, attempt) do update
+              set started_at = excluded.started_at, finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
+                  response_status = excluded.response_status, response_body_excerpt = excluded.response_body_excerpt,
+                  error = attempts.error || '; then: ' || coalesce(excluded.error, 'status ' || excluded.response_status)
+              where attempts.error_class = ${ERROR_CLASS.leaseLost} and attempts.finished_at = attempts.started_at)
+          select id from held`,
     );
-    // Every attempt happened, whether or not its lease still held: the log keeps them all. A result that comes after
-    // the reaper logged its attempt as `lease_lost` fills that entry in and keeps the class (the run was given back).
-    await tx.execute(sql`insert into attempts (run_id, attempt, started_at, finished_at, duration_ms, response_status,
-                                              response_body_excerpt, error_class, error)
-      select * from jsonb_to_recordset(${attemptRows}::jsonb)
-        as v(run_id uuid, attempt smallint, started_at timestamptz, finished_at timestamptz, duration_ms int,
-             response_status smallint, response_body_excerpt text, error_class text, error text)
-      on conflict (run_id, attempt) do update
-        set started_at = excluded.started_at, finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
-            response_status = excluded.response_status, response_body_excerpt = excluded.response_body_excerpt,
-            error = attempts.error || '; then: ' || coalesce(excluded.error, 'status ' || excluded.response_status)
-        where attempts.error_class = ${ERROR_CLASS.leaseLost} and attempts.finished_at = attempts.started_at`);
-    if (pauses.length > 0) await pauseJobs(tx as unknown as Db, JSON.stringify(pauses), new Date(outcomes[0]!.finishedAtMs).toISOString());
+  if (pauses.length === 0) return new Set((await record(db)).map((h) => h.id));
+  return db.transaction(async (tx) => {
+    const held = await record(tx as unknown as Db);
+    await pauseJobs(tx as unknown as Db, JSON.stringify(pauses), new Date(outcomes[0]!.finishedAtMs).toISOString());
     return new Set(held.map((h) => h.id));
   });
 }
