@@ -4,7 +4,7 @@
  * follow them; a 3xx is an ordinary failed status unless the job lists it as success).
  */
 import { Agent, type Dispatcher } from 'undici';
-import { ERROR_CLASS, type ErrorClass, type HttpResult } from '../domain/attempt-outcome.ts';
+import { ERROR_CLASS, NOT_SENT_ERROR_CODES, type HttpResult } from '../domain/attempt-outcome.ts';
 import { parseRetryAfter } from '../domain/retry.ts';
 import { createGuardedConnector } from './guard.ts';
 
@@ -85,24 +85,13 @@ async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<strin
   return Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8');
 }
 
-/** Codes (Node, undici) of failures where the request certainly did not reach the receiver. */
-const NOT_SENT: Record<string, ErrorClass> = {
-  ECONNREFUSED: ERROR_CLASS.connectionRefused,
-  ENOTFOUND: ERROR_CLASS.dns,
-  EAI_AGAIN: ERROR_CLASS.dns,
-  ENODATA: ERROR_CLASS.dns,
-  UND_ERR_CONNECT_TIMEOUT: ERROR_CLASS.timeout,
-  ERR_DESTINATION_REFUSED: ERROR_CLASS.refusedDestination,
-  EHOSTUNREACH: ERROR_CLASS.connection,
-  ENETUNREACH: ERROR_CLASS.connection,
-};
 
 /** Maps an undici/Node error to an attempt error class; `maybeSent` is false only when no byte can have left. */
 export function classifyError(err: unknown): HttpResult {
   const e = (err instanceof Error ? err : new Error(String(err))) as Error & { code?: string; cause?: unknown };
   const code = e.code ?? (e.cause as { code?: string } | undefined)?.code ?? '';
   const message = `${e.message}${code && !e.message.includes(code) ? ` (${code})` : ''}`;
-  if (code in NOT_SENT) return { kind: 'error', errorClass: NOT_SENT[code]!, message, maybeSent: false };
+  if (code in NOT_SENT_ERROR_CODES) return { kind: 'error', errorClass: NOT_SENT_ERROR_CODES[code]!, message, maybeSent: false };
   if (e.name === 'TimeoutError' || e.name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return { kind: 'error', errorClass: ERROR_CLASS.timeout, message: `timed out: ${message}`, maybeSent: true };
   }

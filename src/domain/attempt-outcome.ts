@@ -22,6 +22,22 @@ export const ERROR_CLASS = Object.freeze({
 } as const);
 export type ErrorClass = (typeof ERROR_CLASS)[keyof typeof ERROR_CLASS];
 
+/**
+ * Error codes (Node's `code`, undici's, on the error or its `cause`) of failures where no request byte can have left,
+ * so an at-most-once run may be retried: refused connections, name resolution, connect timeouts, unreachable
+ * networks, and Chime's own destination guard.
+ */
+export const NOT_SENT_ERROR_CODES: Readonly<Record<string, ErrorClass>> = Object.freeze({
+  ECONNREFUSED: ERROR_CLASS.connectionRefused,
+  ENOTFOUND: ERROR_CLASS.dns,
+  EAI_AGAIN: ERROR_CLASS.dns,
+  ENODATA: ERROR_CLASS.dns,
+  UND_ERR_CONNECT_TIMEOUT: ERROR_CLASS.timeout,
+  ERR_DESTINATION_REFUSED: ERROR_CLASS.refusedDestination,
+  EHOSTUNREACH: ERROR_CLASS.connection,
+  ENETUNREACH: ERROR_CLASS.connection,
+});
+
 /** The HTTP side of an attempt: a response, or an error before one arrived. */
 export type HttpResult =
   | { kind: 'response'; status: number; retryAfterMs: number | null; bodyExcerpt: string }

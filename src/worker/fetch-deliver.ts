@@ -13,7 +13,7 @@
  * connector checks every resolved address (src/dispatch/guard.ts). `CHIME_ALLOW_PRIVATE_DESTINATIONS=true` lifts
  * the check (local `wrangler dev` against a receiver on 127.0.0.1).
  */
-import { ERROR_CLASS, type ErrorClass, type HttpResult } from '../domain/attempt-outcome.ts';
+import { ERROR_CLASS, NOT_SENT_ERROR_CODES, type HttpResult } from '../domain/attempt-outcome.ts';
 import { checkCallbackUrl } from '../domain/destination.ts';
 import { parseRetryAfter } from '../domain/retry.ts';
 import type { Deliver } from '../dispatch/deliver.ts';
@@ -99,16 +99,6 @@ async function readExcerpt(res: Response, signal: AbortSignal): Promise<string> 
   return new TextDecoder().decode(all);
 }
 
-/** Codes (Node's fetch puts them on `cause`) of failures where no request byte can have left. */
-const NOT_SENT: Record<string, ErrorClass> = {
-  ECONNREFUSED: ERROR_CLASS.connectionRefused,
-  ENOTFOUND: ERROR_CLASS.dns,
-  EAI_AGAIN: ERROR_CLASS.dns,
-  ENODATA: ERROR_CLASS.dns,
-  UND_ERR_CONNECT_TIMEOUT: ERROR_CLASS.timeout,
-  EHOSTUNREACH: ERROR_CLASS.connection,
-  ENETUNREACH: ERROR_CLASS.connection,
-};
 
 /**
  * Maps a `fetch` rejection to an attempt error class. `maybeSent` is false only when no byte can have left:
@@ -121,7 +111,7 @@ export function classifyFetchError(err: unknown): HttpResult {
   const code = (e as { code?: string }).code ?? cause?.code ?? '';
   const detail = cause?.message && !e.message.includes(cause.message) ? `${e.message}: ${cause.message}` : e.message;
   const message = code && !detail.includes(code) ? `${detail} (${code})` : detail;
-  if (code in NOT_SENT) return { kind: 'error', errorClass: NOT_SENT[code]!, message, maybeSent: false };
+  if (code in NOT_SENT_ERROR_CODES) return { kind: 'error', errorClass: NOT_SENT_ERROR_CODES[code]!, message, maybeSent: false };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') {
     return { kind: 'error', errorClass: ERROR_CLASS.timeout, message: `timed out: ${message}`, maybeSent: true };
   }
