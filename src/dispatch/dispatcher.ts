@@ -20,6 +20,7 @@ import { performAttempt, type AttemptDeps } from './attempt.ts';
 import type { Deliver } from './deliver.ts';
 import type { Keyring } from './keyring.ts';
 import { DISPATCHER_DEFAULTS } from './defaults.ts';
+import { destinationOf } from '../domain/destination.ts';
 import { Limiter } from './limiter.ts';
 import { createDispatchMetrics, type DispatchMetrics } from './metrics.ts';
 import { Registry } from 'prom-client';
@@ -52,6 +53,8 @@ export type DispatcherOptions = {
 export { DISPATCHER_DEFAULTS };
 /** Sleep when due runs exist but none could be claimed (other dispatchers hold them), in ms. */
 const CONTENDED_SLEEP_MS = 10;
+/** Sleep when the only due runs are at destinations left alone as saturated, in ms. */
+const SATURATED_SLEEP_MS = 50;
 /** Backoff after a failed claim or finish (database down), doubling up to the max, in ms. */
 const ERROR_BACKOFF_MIN_MS = 100;
 const ERROR_BACKOFF_MAX_MS = 5_000;
@@ -112,6 +115,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let endGrace: (() => void) | null = null;
   const metrics = deps.metrics ?? createDispatchMetrics(new Registry());
   const untilDue = untilDueWith(clock);
+  /**
+   * Runs due and waiting for a per-destination slot, per destination. A destination with a full slot set waiting
+   * besides its full set in flight is saturated: claims leave its runs alone until it catches up, so its backlog
+   * cannot take the dispatcher's other slots while other tenants' runs are due.
+   */
+  const waitingByOrigin = new Map<string, number>();
+  const saturatedOrigins = (): string[] => [...waitingByOrigin].filter(([, n]) => n >= o.perDestination).map(([d]) => d);
   /** Callbacks in flight per origin; an origin's series is removed when it reaches 0, so the label set stays bounded. */
   const inFlightByOrigin = new Map<string, number>();
   const countInFlight = (origin: string, delta: number): void => {
@@ -139,14 +149,24 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     let backoff = ERROR_BACKOFF_MIN_MS;
     while (running) {
       try {
-        const free = limiter.free;
+        // Every run held counts against the concurrency, also while it waits for its due time or for its
+        // destination's slot: claims never outrun what this dispatcher can send.
+        const free = o.concurrency - inFlight.size;
         if (free <= 0) {
           await new Promise<void>((r) => (slotFreed = r));
           continue;
         }
         const limit = Math.min(o.batchSize, free);
         const endClaim = metrics.claimDuration.startTimer();
-        const claimed = await claimRuns(db, { owner: o.owner, limit, nowMs: clock.now(), leaseMarginMs: o.leaseMarginMs, horizonMs: o.lookaheadMs });
+        const skipDestinations = saturatedOrigins();
+        const claimed = await claimRuns(db, {
+          owner: o.owner,
+          limit,
+          nowMs: clock.now(),
+          leaseMarginMs: o.leaseMarginMs,
+          horizonMs: o.lookaheadMs,
+          skipDestinations,
+        });
         endClaim();
         for (const run of claimed) track(run);
         backoff = ERROR_BACKOFF_MIN_MS;
@@ -158,8 +178,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         const claimAt = due === null ? null : due - o.lookaheadMs;
         // Claims ahead are gathered: a run entering the lookahead waits up to a fifth of it for the ones behind it.
         const gather = Math.floor(o.lookaheadMs / 5);
+        // Nothing claimable but due runs exist: held by other dispatchers (look again soon), or at destinations this one
+        // left alone as saturated (look again when they may have caught up).
+        const idle = skipDestinations.length > 0 ? SATURATED_SLEEP_MS : CONTENDED_SLEEP_MS;
         const wait =
-          claimAt === null ? o.pollMs : claimAt > now ? Math.min(Math.max(claimAt - now, gather), o.pollMs) : claimed.length > 0 ? 0 : CONTENDED_SLEEP_MS;
+          claimAt === null ? o.pollMs : claimAt > now ? Math.min(Math.max(claimAt - now, gather), o.pollMs) : claimed.length > 0 ? 0 : idle;
         if (wait === 0) continue;
         // stop() may have come while this iteration awaited the database: its wake() found no sleep to end.
         if (!running) break;
@@ -185,10 +208,17 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   async function deliverRun(run: ClaimedRun): Promise<void> {
-    const origin = originOf(run.callback.url);
+    const origin = destinationOf(run.callback.url);
     queued.set(run.runId, run);
     await untilDue(run.dueAtMs);
-    await limiter.acquire(origin);
+    waitingByOrigin.set(origin, (waitingByOrigin.get(origin) ?? 0) + 1);
+    try {
+      await limiter.acquire(origin);
+    } finally {
+      const left = waitingByOrigin.get(origin)! - 1;
+      if (left > 0) waitingByOrigin.set(origin, left);
+      else waitingByOrigin.delete(origin);
+    }
     queued.delete(run.runId);
     countInFlight(origin, 1);
     let outcome: AttemptOutcome | null;
@@ -342,10 +372,3 @@ function untilDueWith(clock: Clock): (dueAtMs: number) => Promise<void> {
   };
 }
 
-function originOf(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return url;
-  }
-}

@@ -1,7 +1,8 @@
 /**
- * Concurrency limits of the dispatcher: at most `total` callbacks in flight, and at most `perKey` to one destination
- * origin, so one tenant's thousand due jobs cannot flood its endpoint or starve other tenants' callbacks.
- * Waiters are served first-come, first-served per key.
+ * Concurrency limits of the dispatcher: at most `total` callbacks in flight, and at most `perKey` to one destination,
+ * so one tenant's thousand due jobs cannot flood its endpoint. (That they cannot starve other tenants' callbacks is
+ * the dispatcher's part: it leaves a saturated destination's runs unclaimed.) Waiters are served first-come,
+ * first-served per key.
  */
 export class Limiter {
   private active = 0;
@@ -9,7 +10,7 @@ export class Limiter {
   private readonly waiting = new Map<string, (() => void)[]>();
 
   /**
-   * @param total most tasks at once overall (claims are sized by `free`, so this is rarely the one that waits)
+   * @param total most tasks at once overall (the dispatcher sizes claims by its own count, so this rarely waits)
    * @param perKey most tasks at once per key
    */
   constructor(

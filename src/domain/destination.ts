@@ -186,3 +186,18 @@ export function checkCallbackUrl(url: string, options: DestinationOptions = { al
   }
   return { ok: true, url: parsed, hostIsIp };
 }
+
+/**
+ * The destination key of a callback URL for per-destination limits: its scheme and authority (`https://host:port`),
+ * lower-cased, as the prefix of the URL matched by `DESTINATION_PATTERN`. The same pattern runs in SQL (claim-runs.ts)
+ * so a dispatcher can leave a saturated destination's runs unclaimed; the two must agree, hence one pattern.
+ * Unlike WHATWG `URL.origin` it keeps an explicit default port (`:443`), a harmless difference: such a URL is simply
+ * counted as its own destination.
+ */
+export const DESTINATION_PATTERN = '^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*';
+const destinationRe = new RegExp(DESTINATION_PATTERN);
+
+/** `DESTINATION_PATTERN`'s match of `url`, lower-cased (the whole string when it does not match). */
+export function destinationOf(url: string): string {
+  return (destinationRe.exec(url)?.[0] ?? url).toLowerCase();
+}

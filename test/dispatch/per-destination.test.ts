@@ -2,7 +2,8 @@
  * Per-destination concurrency (src/dispatch/limiter.ts) with the dispatcher in process, the real undici delivery and
  * real receivers on 127.0.0.1, on every database target. A flood of due runs at one slow receiver:
  * - that receiver never has more than `perDestination` callbacks in flight at once;
- * - another receiver (another origin: another port) keeps getting its callbacks on time during the flood;
+ * - another receiver (another origin: another port) keeps getting its callbacks on time during the flood, although
+ *   the flood is larger than the dispatcher's slots (claims leave a saturated destination's runs alone);
  * - runs waiting in the per-destination queue keep their lease (it is renewed while they wait), so none is reaped
  *   and sent twice: every run succeeds on its first attempt, every `webhook-id` arrives once.
  * Leases are short (callback timeout 2 s + 300 ms margin) and the flood lasts longer than one lease.
@@ -85,7 +86,8 @@ describe.each(DATABASE_TARGETS)('per-destination concurrency on $kind', (target)
       userAgent: 'chime-test',
       options: {
         perDestination: PER_DESTINATION,
-        concurrency: 64,
+        // Fewer slots than the flood: the flood must not take them all while the other origin's runs are due.
+        concurrency: 8,
         batchSize: 100,
         leaseMarginMs: LEASE_MARGIN_MS,
         reapIntervalMs: 100,

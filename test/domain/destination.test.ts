@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { describe, expect, it } from 'vitest';
-import { checkCallbackUrl, classifyAddress, isLocalHostName, isPublicAddress } from '../../src/domain/destination.ts';
+import { checkCallbackUrl, classifyAddress, destinationOf, isLocalHostName, isPublicAddress } from '../../src/domain/destination.ts';
 
 /** [address, expected isPublicAddress, expected classifyAddress().range] */
 const ADDRESSES: Array<[string, boolean, string]> = [
@@ -266,5 +266,15 @@ describe('checkCallbackUrl', () => {
   it('defaults to allowPrivate false', () => {
     expect(checkCallbackUrl('http://127.0.0.1/').ok).toBe(false);
     expect(checkCallbackUrl('http://127.0.0.1/', { allowPrivate: false }).ok).toBe(false);
+  });
+});
+
+describe('destinationOf', () => {
+  it('is the scheme and authority, lower-cased, whatever follows', () => {
+    expect(destinationOf('https://Example.COM/a/b?x=1#f')).toBe('https://example.com');
+    expect(destinationOf('http://127.0.0.1:8080')).toBe('http://127.0.0.1:8080');
+    expect(destinationOf('http://[::1]:9000/hook')).toBe('http://[::1]:9000');
+    expect(destinationOf('https://a.example?q')).toBe('https://a.example');
+    expect(destinationOf('not a url')).toBe('not a url');
   });
 });

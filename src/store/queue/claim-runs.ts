@@ -10,6 +10,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { decideClaim } from '../../domain/claim-plan.ts';
+import { DESTINATION_PATTERN } from '../../domain/destination.ts';
 import type { CallbackSpec } from '../../domain/job.ts';
 import type { RetryPolicy } from '../../domain/retry.ts';
 import type { Schedule } from '../../domain/schedule.ts';
@@ -69,10 +70,30 @@ export type ClaimOptions = {
   leaseMarginMs: number;
   /** Also claim runs due up to this many ms after `nowMs` (the dispatcher fires them on a timer); default 0. */
   horizonMs?: number;
+  /** Leave runs whose callback destination (`destinationOf`) is one of these unclaimed (saturated destinations). */
+  skipDestinations?: string[];
 };
 
 const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
 const isoOrNull = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString());
+
+/**
+ * The waiting runs due by `horizonIso`, earliest first, locked for the claim. Without destinations to skip it reads
+ * the partial due index alone; with some, it joins the jobs to match their callback URLs' destinations (the same
+ * DESTINATION_PATTERN as `destinationOf`), walking past the skipped destinations' backlog.
+ */
+function dueRuns(horizonIso: string, limit: number, skip: string[]) {
+  if (skip.length === 0) {
+    return sql`select id, next_attempt_at from runs
+      where status in ('scheduled', 'retrying') and next_attempt_at <= ${horizonIso}::timestamptz
+      order by next_attempt_at limit ${limit} for update skip locked`;
+  }
+  return sql`select w.id, w.next_attempt_at from runs w join jobs wj on wj.id = w.job_id
+      where w.status in ('scheduled', 'retrying') and w.next_attempt_at <= ${horizonIso}::timestamptz
+        and coalesce(lower(substring(wj.callback->>'url' from ${DESTINATION_PATTERN}::text)), '')
+            <> all(select value from jsonb_array_elements_text(${JSON.stringify(skip)}::jsonb))
+      order by w.next_attempt_at limit ${limit} for update of w skip locked`;
+}
 
 /** Claims up to `limit` due runs; returns those to deliver (the others were ended in the same transaction). */
 export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> {
@@ -88,9 +109,7 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
                 + (coalesce((j.callback->>'timeoutMs')::int, 10000) + ${o.leaseMarginMs}::int) * interval '1 millisecond',
               attempts = r.attempts + 1, next_attempt_at = null,
               started_at = coalesce(r.started_at, greatest(${now}::timestamptz, due.next_attempt_at))
-          from (select id, next_attempt_at from runs
-                where status in ('scheduled', 'retrying') and next_attempt_at <= ${horizon}::timestamptz
-                order by next_attempt_at limit ${o.limit} for update skip locked) due, jobs j
+          from (${dueRuns(horizon, o.limit, o.skipDestinations ?? [])}) due, jobs j
           where r.id = due.id and j.id = r.job_id
           returning r.id, r.job_id, r.tenant_id, r.scheduled_for, r.trigger, r.attempts, r.lease_expires_at, due.next_attempt_at as due_at,
                     j.status as job_status, j.schedule, j.callback, j.auth_token_enc, j.payload, j.retry,
