@@ -53,8 +53,12 @@ export type DispatcherOptions = {
 export { DISPATCHER_DEFAULTS };
 /** Sleep when due runs exist but none could be claimed (other dispatchers hold them), in ms. */
 const CONTENDED_SLEEP_MS = 10;
-/** Sleep when the only due runs are at destinations left alone as saturated, in ms. */
-const SATURATED_SLEEP_MS = 50;
+/**
+ * Least time between two claims that look past saturated destinations (each walks their backlog), in ms; doubled
+ * after each that finds nothing, up to the max.
+ */
+const SKIP_CLAIM_INTERVAL_MS = 100;
+const SKIP_CLAIM_INTERVAL_MAX_MS = 2_000;
 /** Backoff after a failed claim or finish (database down), doubling up to the max, in ms. */
 const ERROR_BACKOFF_MIN_MS = 100;
 const ERROR_BACKOFF_MAX_MS = 5_000;
@@ -116,12 +120,22 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const metrics = deps.metrics ?? createDispatchMetrics(new Registry());
   const untilDue = untilDueWith(clock);
   /**
-   * Runs due and waiting for a per-destination slot, per destination. A destination with a full slot set waiting
+   * Runs due and waiting for a per-destination slot, per destination. A destination with `saturation` runs waiting
    * besides its full set in flight is saturated: claims leave its runs alone until it catches up, so its backlog
    * cannot take the dispatcher's other slots while other tenants' runs are due.
    */
   const waitingByOrigin = new Map<string, number>();
-  const saturatedOrigins = (): string[] => [...waitingByOrigin].filter(([, n]) => n >= o.perDestination).map(([d]) => d);
+  // A backlog of one claim batch keeps a fast destination busy through the next claim's round trip; half the slots
+  // at most, so others always have room.
+  const saturation = Math.max(o.perDestination, Math.min(o.batchSize, Math.floor(o.concurrency / 2)));
+  const saturatedOrigins = (): string[] => [...waitingByOrigin].filter(([, n]) => n >= saturation).map(([d]) => d);
+  let lastSkipClaimAt = -Infinity;
+  let skipInterval = SKIP_CLAIM_INTERVAL_MS;
+  /** Until a callback ends (a slot frees), a NOTIFY or stop() wakes the loop, or `ms` pass. */
+  const slotOrSleep = async (ms: number): Promise<void> => {
+    await Promise.race([new Promise<void>((r) => (slotFreed = r)), wakeup.sleep(ms, clock.now())]);
+    wakeup.wake();
+  };
   /** Callbacks in flight per origin; an origin's series is removed when it reaches 0, so the label set stays bounded. */
   const inFlightByOrigin = new Map<string, number>();
   const countInFlight = (origin: string, delta: number): void => {
@@ -157,8 +171,19 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           continue;
         }
         const limit = Math.min(o.batchSize, free);
-        const endClaim = metrics.claimDuration.startTimer();
+        // With a destination saturated, claiming in due order would only add to its backlog: look past it for other
+        // destinations' due runs, at most every SKIP_CLAIM_INTERVAL_MS (it costs a scan), and otherwise wait for a
+        // slot to free, which is when the destination may fall below saturation and be claimed again.
         const skipDestinations = saturatedOrigins();
+        if (skipDestinations.length === 0) skipInterval = SKIP_CLAIM_INTERVAL_MS;
+        else {
+          if (clock.now() - lastSkipClaimAt < skipInterval) {
+            await slotOrSleep(SKIP_CLAIM_INTERVAL_MS);
+            continue;
+          }
+          lastSkipClaimAt = clock.now();
+        }
+        const endClaim = metrics.claimDuration.startTimer();
         const claimed = await claimRuns(db, {
           owner: o.owner,
           limit,
@@ -170,6 +195,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         endClaim();
         for (const run of claimed) track(run);
         backoff = ERROR_BACKOFF_MIN_MS;
+        // Looking past saturated destinations found nothing: look less often (up to every 2 s) until it finds some.
+        if (skipDestinations.length > 0) {
+          skipInterval = claimed.length > 0 ? SKIP_CLAIM_INTERVAL_MS : Math.min(skipInterval * 2, SKIP_CLAIM_INTERVAL_MAX_MS);
+        }
         if (claimed.length === limit || !running) continue;
         const due = await nextDueAt(db);
         const now = clock.now();
@@ -178,12 +207,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         const claimAt = due === null ? null : due - o.lookaheadMs;
         // Claims ahead are gathered: a run entering the lookahead waits up to a fifth of it for the ones behind it.
         const gather = Math.floor(o.lookaheadMs / 5);
-        // Nothing claimable but due runs exist: held by other dispatchers (look again soon), or at destinations this one
-        // left alone as saturated (look again when they may have caught up).
-        const idle = skipDestinations.length > 0 ? SATURATED_SLEEP_MS : CONTENDED_SLEEP_MS;
         const wait =
-          claimAt === null ? o.pollMs : claimAt > now ? Math.min(Math.max(claimAt - now, gather), o.pollMs) : claimed.length > 0 ? 0 : idle;
+          claimAt === null ? o.pollMs : claimAt > now ? Math.min(Math.max(claimAt - now, gather), o.pollMs) : claimed.length > 0 ? 0 : CONTENDED_SLEEP_MS;
         if (wait === 0) continue;
+        if (skipDestinations.length > 0 && wait === CONTENDED_SLEEP_MS) {
+          // Only the saturated destinations have due runs: wait for one of their slots.
+          await slotOrSleep(SKIP_CLAIM_INTERVAL_MS);
+          continue;
+        }
         // stop() may have come while this iteration awaited the database: its wake() found no sleep to end.
         if (!running) break;
         await wakeup.sleep(wait, now);

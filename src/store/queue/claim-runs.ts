@@ -77,6 +77,9 @@ export type ClaimOptions = {
 const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
 const isoOrNull = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString());
 
+/** How many of the earliest due runs a claim that skips destinations looks through. */
+const SKIP_WINDOW = 5_000;
+
 /**
  * The waiting runs due by `horizonIso`, earliest first, locked for the claim. Without destinations to skip it reads
  * the partial due index alone; with some, it joins the jobs to match their callback URLs' destinations (the same
@@ -88,8 +91,13 @@ function dueRuns(horizonIso: string, limit: number, skip: string[]) {
       where status in ('scheduled', 'retrying') and next_attempt_at <= ${horizonIso}::timestamptz
       order by next_attempt_at limit ${limit} for update skip locked`;
   }
-  return sql`select w.id, w.next_attempt_at from runs w join jobs wj on wj.id = w.job_id
-      where w.status in ('scheduled', 'retrying') and w.next_attempt_at <= ${horizonIso}::timestamptz
+  // The walk is bounded to the SKIP_WINDOW earliest due runs (read on the due index first), so its cost does not
+  // grow with the skipped backlog.
+  return sql`select w.id, w.next_attempt_at
+      from (select id, job_id from runs where status in ('scheduled', 'retrying') and next_attempt_at <= ${horizonIso}::timestamptz
+            order by next_attempt_at limit ${SKIP_WINDOW}) cand
+      join runs w on w.id = cand.id join jobs wj on wj.id = cand.job_id
+      where w.status in ('scheduled', 'retrying')
         and coalesce(lower(substring(wj.callback->>'url' from ${DESTINATION_PATTERN}::text)), '')
             <> all(select value from jsonb_array_elements_text(${JSON.stringify(skip)}::jsonb))
       order by w.next_attempt_at limit ${limit} for update of w skip locked`;
