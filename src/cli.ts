@@ -7,6 +7,7 @@
 import { parseArgs } from 'node:util';
 import { serve as serveHttp, type ServerType } from '@hono/node-server';
 import { pino, type Logger } from 'pino';
+import type { Agent } from 'undici';
 import pkg from '../package.json' with { type: 'json' };
 import { Hono } from 'hono';
 import { sql } from 'drizzle-orm';
@@ -122,13 +123,13 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   registerDueBacklog(registry, () => countDueRuns(rt.database.db, rt.clock.now()));
   const metrics = { contentType: registry.contentType, render: () => registry.metrics() };
 
-  let server: ServerType | null = null;
   let dispatcher: Dispatcher | null = null;
   let housekeeper: Housekeeper | null = null;
-  const callbackAgent = createCallbackAgent({ allowPrivate: config.allowPrivateDestinations });
+  let callbackAgent: Agent | null = null;
   // A dispatcher-only process still answers /healthz, /readyz and /metrics on PORT.
-  server = role === 'dispatcher' ? await startOpsServer(config, rt, logger, metrics) : await startApi(config, rt, logger, metrics);
+  const server = role === 'dispatcher' ? await startOpsServer(config, rt, logger, metrics) : await startApi(config, rt, logger, metrics);
   if (role !== 'api') {
+    callbackAgent = createCallbackAgent({ allowPrivate: config.allowPrivateDestinations });
     housekeeper = createHousekeeper({ db: rt.database.db, clock: rt.clock, logger, retentionMs: config.retentionMs, metrics: dispatchMetrics });
     housekeeper.start();
     dispatcher = createDispatcher({
@@ -160,10 +161,10 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
     process.on('SIGINT', onSignal);
   });
 
-  const closing = server ? new Promise<void>((r) => server!.close(() => r())) : Promise.resolve();
+  const closing = new Promise<void>((r) => server.close(() => r()));
   await dispatcher?.stop();
   // Requests still hanging were released by stop(): abort them, or their sockets would keep the process alive.
-  await callbackAgent.destroy().catch(() => {});
+  await callbackAgent?.destroy().catch(() => {});
   await housekeeper?.stop();
   await closing;
   await rt.database.close();
