@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { cpuSecondsOf } from './proc-stats.ts';
 import { summarizeLags } from './stats.ts';
 import type { ReceiverReply, ReceiverRequest } from './receiver.ts';
+import { endProcess } from './end-process.ts';
 
 type Session = {
   delayMs: number;
@@ -91,7 +92,7 @@ process.on('message', (m: ReceiverRequest & { seq: number }) => {
 });
 process.on('disconnect', () => {
   server.closeAllConnections();
-  server.close(() => process.exit(0));
+  server.close(() => endProcess(0));
 });
 
 server.listen(0, '127.0.0.1', () => {

@@ -22,6 +22,7 @@ import { scale } from './workloads/scale.ts';
 import { slow } from './workloads/slow.ts';
 import { steady } from './workloads/steady.ts';
 import type { BenchResult } from './workloads/types.ts';
+import { endProcess } from './end-process.ts';
 
 const RUN: Record<WorkloadId, (spec: SystemSpec, deps: WorkloadDeps) => Promise<BenchResult[]>> = { drain, steady, burst, registration, scale, slow };
 const FAMILIES: readonly Family[] = ['chime', 'pgboss', 'graphile'];
@@ -30,7 +31,7 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 
 function fail(message: string): never {
   process.stderr.write(`bench: ${message}\n`);
-  process.exit(2);
+  endProcess(2);
 }
 
 function listArg<T extends string>(value: string | undefined, allowed: readonly T[], name: string): T[] {
@@ -64,12 +65,12 @@ async function main(): Promise<number> {
   // A library's unhandled error (say, a pool connection dropped) must not leave processes and databases behind.
   process.once('uncaughtException', (err) => {
     log(`bench: uncaught ${err.stack ?? String(err)}`);
-    void cleanup().finally(() => process.exit(1));
+    void cleanup().finally(() => endProcess(1));
   });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       log(`bench: ${signal}, cleaning up`);
-      void cleanup().finally(() => process.exit(130));
+      void cleanup().finally(() => endProcess(130));
     });
   }
 

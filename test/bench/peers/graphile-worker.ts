@@ -10,6 +10,7 @@
  */
 import { Logger, run, type RunnerOptions } from 'graphile-worker';
 import { createPoster, type BenchPayload } from './post.ts';
+import { endProcess } from '../end-process.ts';
 
 const url = process.env.BENCH_DATABASE_URL!;
 const callbackUrl = process.env.BENCH_CALLBACK_URL!;
@@ -44,5 +45,5 @@ const runner = await run({
 console.log('ready');
 
 process.once('SIGTERM', () => {
-  void runner.stop().finally(() => process.exit(0));
+  void runner.stop().finally(() => endProcess(0));
 });

@@ -8,6 +8,7 @@
  */
 import { PgBoss, type WorkOptions } from 'pg-boss';
 import { createPoster, type BenchPayload } from './post.ts';
+import { endProcess } from '../end-process.ts';
 
 const url = process.env.BENCH_DATABASE_URL!;
 const callbackUrl = process.env.BENCH_CALLBACK_URL!;
@@ -29,5 +30,5 @@ else await boss.work<BenchPayload>(queue, handler);
 console.log('ready');
 
 process.once('SIGTERM', () => {
-  void boss.stop({ graceful: true, timeout: 10_000 }).finally(() => process.exit(0));
+  void boss.stop({ graceful: true, timeout: 10_000 }).finally(() => endProcess(0));
 });
