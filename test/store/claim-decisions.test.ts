@@ -2,14 +2,13 @@
  * What `decideClaim` decides, as `claimRuns` applies it in the database: the relevancy window (DESIGN.md invariant
  * 5), catch-up after missed occurrences (`all`, `one`, `none`), and `overlapPolicy: skip`.
  */
-import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createJob, getJob } from '../../src/store/jobs.ts';
 import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
 import { finishRuns } from '../../src/store/queue/finish-runs.ts';
 import { reapExpiredLeases } from '../../src/store/queue/reap-leases.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { createTestTenantIn, openTestStore, runsOf, T0, testJobSpec, type JobSpecInput, type TestStore } from '../support/store.ts';
+import { runsOf, T0, testJobSpec, type JobSpecInput, type TestStore, useTestStore } from '../support/store.ts';
 
 const MINUTE = 60_000;
 
@@ -17,15 +16,9 @@ describe.each(DATABASE_TARGETS)('claim decisions on $kind', (target) => {
   let store: TestStore;
   let tenantId: string;
 
-  beforeAll(async () => {
-    store = await openTestStore(target);
-    tenantId = await createTestTenantIn(store.ctx);
-  });
-  afterAll(async () => {
-    await store?.close();
-  });
-  beforeEach(async () => {
-    await store.database.db.execute(sql`delete from jobs`);
+  useTestStore(target, (s, t) => {
+    store = s;
+    tenantId = t;
   });
 
   const claim = (nowMs: number, owner = 'A') => claimRuns(store.database.db, { owner, limit: 100, nowMs, leaseMarginMs: 30_000 });

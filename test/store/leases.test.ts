@@ -4,15 +4,14 @@
  * (at-most-once: an ambiguous outcome is never re-sent; spent attempts), and `releaseLeases` does the same for the
  * runs a stopping dispatcher gives back.
  */
-import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { JobSpecInput } from '../support/store.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
 import { finishRuns, type AttemptOutcome } from '../../src/store/queue/finish-runs.ts';
 import { reapExpiredLeases, releaseLeases } from '../../src/store/queue/reap-leases.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { attemptsOf, createTestTenantIn, openTestStore, runById, runsOf, T0, testJobSpec, type TestStore } from '../support/store.ts';
+import { attemptsOf, runById, runsOf, T0, testJobSpec, type TestStore, useTestStore } from '../support/store.ts';
 
 /** Lease = callback timeout (1000 ms) + this margin. */
 const MARGIN = 1;
@@ -22,15 +21,9 @@ describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
   let store: TestStore;
   let tenantId: string;
 
-  beforeAll(async () => {
-    store = await openTestStore(target);
-    tenantId = await createTestTenantIn(store.ctx);
-  });
-  afterAll(async () => {
-    await store?.close();
-  });
-  beforeEach(async () => {
-    await store.database.db.execute(sql`delete from jobs`);
+  useTestStore(target, (s, t) => {
+    store = s;
+    tenantId = t;
   });
 
   const claim = (owner: string, nowMs: number) => claimRuns(store.database.db, { owner, limit: 100, nowMs, leaseMarginMs: MARGIN });

@@ -2,14 +2,13 @@
  * `renewLeases` (src/store/queue/renew-leases.ts) on every database target: it extends only leases the caller still
  * holds (same owner, same attempt, still running), never shortens one, and a renewed lease is not reaped.
  */
-import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createJob } from '../../src/store/jobs.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { reapExpiredLeases } from '../../src/store/queue/reap-leases.ts';
 import { renewLeases } from '../../src/store/queue/renew-leases.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { createTestTenantIn, openTestStore, runById, T0, testJobSpec, type TestStore } from '../support/store.ts';
+import { runById, T0, testJobSpec, type TestStore, useTestStore } from '../support/store.ts';
 
 /** Lease = callback timeout (1000 ms) + this margin. */
 const MARGIN = 1;
@@ -19,15 +18,9 @@ describe.each(DATABASE_TARGETS)('lease renewal on $kind', (target) => {
   let store: TestStore;
   let tenantId: string;
 
-  beforeAll(async () => {
-    store = await openTestStore(target);
-    tenantId = await createTestTenantIn(store.ctx);
-  });
-  afterAll(async () => {
-    await store?.close();
-  });
-  beforeEach(async () => {
-    await store.database.db.execute(sql`delete from jobs`);
+  useTestStore(target, (s, t) => {
+    store = s;
+    tenantId = t;
   });
 
   const job = () => createJob(store.ctx, tenantId, testJobSpec(T0, { callback: { timeoutMs: 1000 } }), T0);

@@ -6,7 +6,7 @@
 import { sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createHousekeeper } from '../../src/dispatch/housekeeping.ts';
 import { createDispatchMetrics } from '../../src/dispatch/metrics.ts';
 import { IDEMPOTENCY_TTL_MS } from '../../src/store/idempotency.ts';
@@ -15,7 +15,7 @@ import { countDueRuns } from '../../src/store/queue/due-backlog.ts';
 import { pruneFinishedRuns, pruneIdempotencyKeys } from '../../src/store/retention.ts';
 import { query } from '../../src/store/db.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { createTestTenantIn, openTestStore, T0, testJobSpec, type TestStore } from '../support/store.ts';
+import { T0, testJobSpec, useTestStore, type TestStore } from '../support/store.ts';
 
 const DAY = 86_400_000;
 
@@ -23,15 +23,11 @@ describe.each(DATABASE_TARGETS)('retention on $kind', (target) => {
   let store: TestStore;
   let tenantId: string;
 
-  beforeAll(async () => {
-    store = await openTestStore(target);
-    tenantId = await createTestTenantIn(store.ctx);
-  });
-  afterAll(async () => {
-    await store?.close();
+  useTestStore(target, (s, t) => {
+    store = s;
+    tenantId = t;
   });
   beforeEach(async () => {
-    await store.database.db.execute(sql`delete from jobs`);
     await store.database.db.execute(sql`delete from idempotency_keys`);
   });
 

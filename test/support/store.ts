@@ -7,6 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql, type SQL } from 'drizzle-orm';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { ManualClock, type Clock } from '../../src/domain/clock.ts';
 import type { JobSpec } from '../../src/domain/job.ts';
 import { resolveRetryPolicy, type RetryPolicy } from '../../src/domain/retry.ts';
@@ -196,4 +197,23 @@ export async function attemptsOf(
     errorClass: r.error_class,
     error: r.error,
   }));
+}
+
+/**
+ * The hooks of a store test file's `describe` on `target`: before all tests a fresh store (clock: a ManualClock at T0
+ * unless given) with one tenant, handed to `use`; before each test the jobs deleted (runs and attempts go with them);
+ * after all the store closed.
+ */
+export function useTestStore(target: DatabaseTarget, use: (store: TestStore, tenantId: string) => void, clock?: Clock): void {
+  let store: TestStore | undefined;
+  beforeAll(async () => {
+    store = await openTestStore(target, clock);
+    use(store, await createTestTenantIn(store.ctx));
+  });
+  afterAll(async () => {
+    await store?.close();
+  });
+  beforeEach(async () => {
+    await store!.database.db.execute(sql`delete from jobs`);
+  });
 }
