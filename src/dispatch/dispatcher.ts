@@ -63,10 +63,10 @@ const SKIP_CLAIM_INTERVAL_MAX_MS = 2_000;
 const ERROR_BACKOFF_MIN_MS = 100;
 const ERROR_BACKOFF_MAX_MS = 5_000;
 /**
- * How long outcomes gather before they are written, in ms: one statement per few ms instead of one per callback
+ * How long outcomes gather before they are written, in ms: one statement per gathering instead of one per callback
  * (the run's state lags by this; a retry's wake-up is unaffected, its time is seconds away).
  */
-const FINISH_GATHER_MS = 5;
+const FINISH_GATHER_MS = 20;
 /** Most outcomes written by one finish statement. */
 const FINISH_BATCH = 500;
 
@@ -130,24 +130,20 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const saturation = Math.max(o.perDestination, Math.min(o.batchSize, Math.floor(o.concurrency / 2)));
   const saturatedOrigins = (): string[] => [...waitingByOrigin].filter(([, n]) => n >= saturation).map(([d]) => d);
   let lastSkipClaimAt = -Infinity;
+  /**
+   * Set when the last sleep was the safety-net poll, nothing having been due before its end: the next iteration
+   * reads the earliest due time (one query) before it pays for a claim (a transaction of three statements), so an
+   * idle dispatcher costs next to nothing.
+   */
+  let lookFirst = false;
   let skipInterval = SKIP_CLAIM_INTERVAL_MS;
   /** Until a callback ends (a slot frees), a NOTIFY or stop() wakes the loop, or `ms` pass. */
   const slotOrSleep = async (ms: number): Promise<void> => {
     await Promise.race([new Promise<void>((r) => (slotFreed = r)), wakeup.sleep(ms, clock.now())]);
     wakeup.wake();
   };
-  /** Callbacks in flight per origin; an origin's series is removed when it reaches 0, so the label set stays bounded. */
-  const inFlightByOrigin = new Map<string, number>();
-  const countInFlight = (origin: string, delta: number): void => {
-    const n = (inFlightByOrigin.get(origin) ?? 0) + delta;
-    if (n > 0) {
-      inFlightByOrigin.set(origin, n);
-      metrics.inFlight.set({ destination: origin }, n);
-    } else {
-      inFlightByOrigin.delete(origin);
-      metrics.inFlight.remove({ destination: origin });
-    }
-  };
+  /** Callbacks in flight per origin, for chime_in_flight at scrape time: the limiter's per-destination slots taken. */
+  const inFlightByOrigin = (): ReadonlyMap<string, number> => limiter.activeByKey;
   const attemptDeps: AttemptDeps = {
     clock,
     keyring: deps.keyring,
@@ -171,12 +167,17 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           continue;
         }
         const limit = Math.min(o.batchSize, free);
+        if (lookFirst) {
+          lookFirst = false;
+          if (await sleepUntilDue(true, false)) continue;
+        }
         // With a destination saturated, claiming in due order would only add to its backlog: look past it for other
         // destinations' due runs, at most every SKIP_CLAIM_INTERVAL_MS (it costs a scan), and otherwise wait for a
         // slot to free, which is when the destination may fall below saturation and be claimed again.
+        // The interval is kept while the destination goes in and out of saturation (it does, a claim batch at a
+        // time): a flood with no other destination due would otherwise pay a fruitless scan every few claims.
         const skipDestinations = saturatedOrigins();
-        if (skipDestinations.length === 0) skipInterval = SKIP_CLAIM_INTERVAL_MS;
-        else {
+        if (skipDestinations.length > 0) {
           if (clock.now() - lastSkipClaimAt < skipInterval) {
             await slotOrSleep(SKIP_CLAIM_INTERVAL_MS);
             continue;
@@ -195,29 +196,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         endClaim();
         for (const run of claimed) track(run);
         backoff = ERROR_BACKOFF_MIN_MS;
-        // Looking past saturated destinations found nothing: look less often (up to every 2 s) until it finds some.
+        // Looking past saturated destinations found nothing: look less often (up to every 2 s) until one finds some.
         if (skipDestinations.length > 0) {
           skipInterval = claimed.length > 0 ? SKIP_CLAIM_INTERVAL_MS : Math.min(skipInterval * 2, SKIP_CLAIM_INTERVAL_MAX_MS);
         }
         if (claimed.length === limit || !running) continue;
-        const due = await nextDueAt(db);
-        const now = clock.now();
-        // Wake when the earliest waiting run enters the lookahead; if it already has, claim again at once unless the
-        // last claim found nothing (the due runs are held by other dispatchers).
-        const claimAt = due === null ? null : due - o.lookaheadMs;
-        // Claims ahead are gathered: a run entering the lookahead waits up to a fifth of it for the ones behind it.
-        const gather = Math.floor(o.lookaheadMs / 5);
-        const wait =
-          claimAt === null ? o.pollMs : claimAt > now ? Math.min(Math.max(claimAt - now, gather), o.pollMs) : claimed.length > 0 ? 0 : CONTENDED_SLEEP_MS;
-        if (wait === 0) continue;
-        if (skipDestinations.length > 0 && wait === CONTENDED_SLEEP_MS) {
-          // Only the saturated destinations have due runs: wait for one of their slots.
-          await slotOrSleep(SKIP_CLAIM_INTERVAL_MS);
-          continue;
-        }
-        // stop() may have come while this iteration awaited the database: its wake() found no sleep to end.
-        if (!running) break;
-        await wakeup.sleep(wait, now);
+        await sleepUntilDue(claimed.length > 0, skipDestinations.length > 0);
       } catch (err) {
         logger.error({ err, backoffMs: backoff }, 'claim failed; retrying');
         if (!running) break;
@@ -225,6 +209,31 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         backoff = Math.min(backoff * 2, ERROR_BACKOFF_MAX_MS);
       }
     }
+  }
+
+  /**
+   * Reads the earliest due time and sleeps until it enters the lookahead (at most `pollMs`, or until woken).
+   * @param claimIfDue a run already in the lookahead is claimed at once (after a claim that found runs, or before the
+   *   first claim); otherwise (the last claim found nothing: other dispatchers hold the due runs) this one waits a little
+   * @param skipping the last claim looked past saturated destinations
+   * @returns false when a claim should be made now without sleeping, true after a sleep
+   */
+  async function sleepUntilDue(claimIfDue: boolean, skipping: boolean): Promise<boolean> {
+    const due = await nextDueAt(db);
+    const now = clock.now();
+    const wait = claimWaitMs(due, now, o, claimIfDue);
+    if (wait === 0) return false;
+    if (skipping && !claimIfDue && due !== null && due <= now) {
+      // Only the saturated destinations have due runs: wait for one of their slots.
+      await slotOrSleep(SKIP_CLAIM_INTERVAL_MS);
+      return true;
+    }
+    // stop() may have come while this iteration awaited the database: its wake() found no sleep to end.
+    if (!running) return true;
+    const how = await wakeup.sleep(wait, now);
+    // Nothing was due before the poll ran out: look before claiming next time.
+    lookFirst = how === 'timeout' && (due === null || due - o.lookaheadMs > now + wait);
+    return true;
   }
 
   function track(run: ClaimedRun): void {
@@ -251,13 +260,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       else waitingByOrigin.delete(origin);
     }
     queued.delete(run.runId);
-    countInFlight(origin, 1);
     let outcome: AttemptOutcome | null;
     try {
       outcome = await performAttempt(run, attemptDeps);
     } finally {
       limiter.release(origin);
-      countInFlight(origin, -1);
     }
     // Released by stop() (while it waited for a slot, or in flight after the grace): the run's state is the release's.
     if (outcome === null || released.has(run.runId)) {
@@ -277,6 +284,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     flush();
   }
 
+  /**
+   * Writes the pending outcomes: after FINISH_GATHER_MS, batch after batch while a backlog lasts (full batches); a
+   * trickle is left to gather again, or steady traffic would be written one outcome per statement as it arrives.
+   * Resolves when this flush ends; `flushAll` waits until nothing is pending.
+   */
   function flush(): Promise<void> {
     flushing ??= (async () => {
       let backoff = ERROR_BACKOFF_MIN_MS;
@@ -294,6 +306,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
             logger.warn({ lost: batch.length - held.size }, 'outcomes not recorded: their leases had expired and were reclaimed');
           }
           backoff = ERROR_BACKOFF_MIN_MS;
+          if (pending.length < FINISH_BATCH) break;
         } catch (err) {
           pending.unshift(...batch);
           logger.error({ err, backoffMs: backoff }, 'recording outcomes failed; retrying');
@@ -302,8 +315,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         }
       }
       flushing = null;
+      // What arrived during the last write gathers for the next statement.
+      if (pending.length > 0) void flush();
     })();
     return flushing;
+  }
+
+  /** Until every outcome is written (stop()). */
+  async function flushAll(): Promise<void> {
+    while (pending.length > 0 || flushing) await (flushing ?? flush());
   }
 
   /**
@@ -349,6 +369,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     async start() {
       if (running) return;
       running = true;
+      metrics.inFlightSources.add(inFlightByOrigin);
       unlisten = await database.listen(RUNS_CHANNEL, (payload) => wakeup.wakeBy(Number(payload) - o.lookaheadMs));
       reapTimer = setInterval(() => void renewQueued().then(reap), o.reapIntervalMs);
       reapTimer.unref();
@@ -385,13 +406,37 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         logger.warn({ runs: ids.length }, 'shutdown grace over: releasing leases of callbacks still in flight');
         await releaseLeases(db, o.owner, ids, clock.now()).catch((err) => logger.error({ err }, 'releasing leases failed'));
       }
-      await flush();
+      await flushAll();
+      metrics.inFlightSources.delete(inFlightByOrigin);
       logger.info({ owner: o.owner }, 'dispatcher stopped');
     },
     drainNow() {
       endGrace?.();
     },
   };
+}
+
+/**
+ * How long the loop waits before its next claim, in ms (0: claim now), given the earliest due time `dueMs` of a
+ * waiting run (epoch ms, null: none) at `nowMs`. A run is claimed once it enters the lookahead, and claims ahead are
+ * gathered: a run entering the lookahead waits up to a fifth of it for the ones behind it, and one already inside it
+ * (runs falling due steadily) is claimed within a fifth of it or half its remaining time, whichever is sooner, so it is
+ * still held well before its timer fires, and steady traffic makes a claim per fifth of the lookahead rather than one
+ * per run. A run already due is claimed at once, unless `claimIfDue` is false (the last claim found nothing: other
+ * dispatchers hold the due runs), then after CONTENDED_SLEEP_MS. Never longer than `pollMs`.
+ */
+export function claimWaitMs(
+  dueMs: number | null,
+  nowMs: number,
+  o: Pick<DispatcherOptions, 'lookaheadMs' | 'pollMs'>,
+  claimIfDue: boolean,
+): number {
+  if (dueMs === null) return o.pollMs;
+  const gather = Math.floor(o.lookaheadMs / 5);
+  const claimAt = dueMs - o.lookaheadMs;
+  if (claimAt > nowMs) return Math.min(Math.max(claimAt - nowMs, gather), o.pollMs);
+  if (dueMs > nowMs) return Math.floor(Math.min(gather, (dueMs - nowMs) / 2));
+  return claimIfDue ? 0 : CONTENDED_SLEEP_MS;
 }
 
 /** Resolves at `dueAtMs` by `clock` (a timer may fire a little early by the wall clock: it is re-armed). */

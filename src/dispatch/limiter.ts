@@ -27,6 +27,11 @@ export class Limiter {
     return this.active;
   }
 
+  /** Tasks running per key (those waiting for their key's slot not counted); keys with none are absent. */
+  get activeByKey(): ReadonlyMap<string, number> {
+    return this.perKeyActive;
+  }
+
   /** Takes a slot for `key` (overall slot taken at once; the per-key slot may wait). Call `release(key)` after. */
   async acquire(key: string): Promise<void> {
     this.active++;

@@ -21,7 +21,10 @@ export type DispatchMetrics = {
   fireLag: Histogram;
   claimDuration: Histogram;
   finishDuration: Histogram;
+  /** Read at each scrape from `inFlightSources`: counting at every callback would cost two labelled sets each. */
   inFlight: Gauge<'destination'>;
+  /** Callbacks in flight per origin, one source per running dispatcher (added at start, removed at stop). */
+  inFlightSources: Set<() => ReadonlyMap<string, number>>;
   leasesReaped: Counter;
   runsPruned: Counter;
 };
@@ -33,6 +36,7 @@ const DB_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 
 /** Creates the dispatcher metrics on `registry`. */
 export function createDispatchMetrics(registry: Registry): DispatchMetrics {
   const registers = [registry];
+  const inFlightSources = new Set<() => ReadonlyMap<string, number>>();
   return {
     runsFired: new Counter({ name: 'chime_runs_fired_total', help: 'Runs whose first attempt was sent.', registers }),
     attempts: new Counter({
@@ -59,7 +63,14 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
       help: 'Callbacks in flight, per callback origin.',
       labelNames: ['destination'] as const,
       registers,
+      collect() {
+        this.reset();
+        const total = new Map<string, number>();
+        for (const source of inFlightSources) for (const [d, n] of source()) total.set(d, (total.get(d) ?? 0) + n);
+        for (const [d, n] of total) this.set({ destination: d }, n);
+      },
     }),
+    inFlightSources,
     leasesReaped: new Counter({ name: 'chime_leases_reaped_total', help: 'Runs taken back after their lease expired.', registers }),
     runsPruned: new Counter({ name: 'chime_runs_pruned_total', help: 'Finished runs deleted by retention.', registers }),
   };

@@ -4,26 +4,33 @@
  */
 export class Wakeup {
   private timer: NodeJS.Timeout | null = null;
-  private resolve: (() => void) | null = null;
+  private resolve: ((how: 'timeout' | 'woken') => void) | null = null;
   private wakeAt = Infinity;
 
-  /** Sleeps `ms` milliseconds (epoch deadline `nowMs + ms`), unless woken first. */
-  sleep(ms: number, nowMs: number): Promise<void> {
+  /**
+   * Sleeps `ms` milliseconds (epoch deadline `nowMs + ms`), unless woken first.
+   * @returns 'timeout' when the time ran out, 'woken' when `wake`/`wakeBy` ended it
+   */
+  sleep(ms: number, nowMs: number): Promise<'timeout' | 'woken'> {
     this.wakeAt = nowMs + ms;
-    return new Promise<void>((resolve) => {
+    return new Promise((resolve) => {
       this.resolve = resolve;
-      this.timer = setTimeout(() => this.wake(), Math.max(0, ms));
+      this.timer = setTimeout(() => this.end('timeout'), Math.max(0, ms));
     });
   }
 
   /** Ends the current sleep now. */
   wake(): void {
+    this.end('woken');
+  }
+
+  private end(how: 'timeout' | 'woken'): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.wakeAt = Infinity;
     const r = this.resolve;
     this.resolve = null;
-    r?.();
+    r?.(how);
   }
 
   /** Ends the current sleep if `dueMs` (epoch) comes before its end. */

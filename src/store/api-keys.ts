@@ -74,7 +74,7 @@ export async function authenticateApiKey(
 ): Promise<{ tenantId: string; keyId: string } | null> {
   const prefix = apiKeyPrefix(presented);
   if (!prefix) return null;
-  const hash = await sha256Hex(presented);
+  const hash = sha256Hex(presented);
   const [row] = await ctx.db.select().from(apiKeys).where(eq(apiKeys.prefix, prefix));
   if (!row || !timingSafeEqualStrings(row.keyHash, hash) || row.revokedAt) return null;
   const now = ctx.clock.now();

@@ -3,7 +3,7 @@
  * Both speak the same SQL; the one difference (the shape `execute` returns) is hidden by `query`.
  * This module is runtime-portable: drivers are opened in `postgres.ts` (also on Workers) and `embedded.ts` (Node).
  */
-import type { SQL } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import type * as schema from './schema.ts';
 
@@ -35,3 +35,26 @@ export async function query<T>(db: Executor, statement: SQL): Promise<T[]> {
 
 /** The `NOTIFY` channel on which the API announces runs due soon; the payload is the due time in epoch ms. */
 export const RUNS_CHANNEL = 'chime_runs';
+
+/**
+ * Runs due more than this many ms after their creation are not announced on RUNS_CHANNEL. A dispatcher reads the
+ * earliest due time at least every poll (DISPATCHER_DEFAULTS.pollMs, 2 s) and sleeps no longer than until then, so it
+ * finds such runs in time without a wake-up; and a transaction that has called NOTIFY takes a database-wide lock
+ * when it commits (PostgreSQL src/backend/commands/async.c, PreCommit_Notify), which serializes the commits of all
+ * such transactions, their WAL flushes included: registering future jobs should not pay it.
+ */
+export const NOTIFY_HORIZON_MS = 30_000;
+
+/**
+ * The NOTIFY payload for a run due at `dueAtMs` (epoch ms): the due time as text, or null when it needs no
+ * announcement (due past NOTIFY_HORIZON_MS after `nowMs`, or no run: `dueAtMs` null or not finite).
+ */
+export function announcement(dueAtMs: number | null, nowMs: number): string | null {
+  return dueAtMs === null || !Number.isFinite(dueAtMs) || dueAtMs > nowMs + NOTIFY_HORIZON_MS ? null : String(dueAtMs);
+}
+
+/** The statement that announces a run due at `dueAtMs` (epoch ms) on RUNS_CHANNEL, or null (see `announcement`). */
+export function announceRun(dueAtMs: number | null, nowMs: number): SQL | null {
+  const payload = announcement(dueAtMs, nowMs);
+  return payload === null ? null : sql`select pg_notify(${RUNS_CHANNEL}, ${payload})`;
+}

@@ -10,7 +10,7 @@ import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type RunTrigger } from '../domain/
 import { newId } from '../domain/ids.ts';
 import { jitterOffsetMs } from '../domain/schedule.ts';
 import type { StoreContext } from './context.ts';
-import { RUNS_CHANNEL, type Db, type Executor } from './db.ts';
+import { announceRun, type Db, type Executor } from './db.ts';
 import { assertActiveJobsRoom, type CreateJobOptions, type JobRow } from './jobs.ts';
 import { jobs, runs } from './schema.ts';
 import { pauseJobs } from './queue/finish-runs.ts';
@@ -122,7 +122,8 @@ export async function planNextRun(
     do update set status = 'scheduled', next_attempt_at = excluded.next_attempt_at, error = null, finished_at = null,
                   attempts = 0, started_at = null
     where runs.status in ('scheduled', 'canceled')`);
-  await tx.execute(sql`select pg_notify(${RUNS_CHANNEL}, ${String(Date.parse(dueAt))})`);
+  const announce = announceRun(Date.parse(dueAt), p.nowMs);
+  if (announce) await tx.execute(announce);
 }
 
 /**
@@ -166,7 +167,7 @@ export async function triggerRun(ctx: StoreContext, tenantId: string, jobId: str
       nextAttemptAt: new Date(now),
       createdAt: new Date(now),
     });
-    await tx.execute(sql`select pg_notify(${RUNS_CHANNEL}, ${String(now)})`);
+    await tx.execute(announceRun(now, now)!);
     return id;
   });
 }

@@ -7,7 +7,7 @@ import type { JobSpec } from '../domain/job.ts';
 import { jitterOffsetMs, nextOccurrence } from '../domain/schedule.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type JobStatus } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
-import { query, RUNS_CHANNEL, type Db, type Executor } from './db.ts';
+import { announcement, query, RUNS_CHANNEL, type Db, type Executor } from './db.ts';
 import { newId } from '../domain/ids.ts';
 import { jobs, runs } from './schema.ts';
 
@@ -143,13 +143,15 @@ export async function insertJobs(
       runRows.push({ id: newId(), job_id: id, scheduled_for: new Date(first).toISOString(), next_attempt_at: new Date(due).toISOString() });
     }
   }
-  await insertJobsAndRuns(ctx.db, tenantId, jobRows, runRows, nowDate.toISOString(), soonest);
+  // Announced only when due soon (NOTIFY_HORIZON_MS): a dispatcher's poll finds later runs in time.
+  await insertJobsAndRuns(ctx.db, tenantId, jobRows, runRows, nowDate.toISOString(), announcement(soonest, now));
   return jobRows;
 }
 
 /**
- * The registration hot path's one statement: the jobs, their first runs and the NOTIFY, with each array passed as
- * a single jsonb parameter (no per-row bind parameters, no query building per row), atomic without a transaction.
+ * The registration hot path's one statement: the jobs, their first runs and, when `notify` (the payload) is set,
+ * the NOTIFY of the soonest, with each array passed as a single jsonb parameter (no per-row bind parameters, no
+ * query building per row), atomic without a transaction.
  */
 async function insertJobsAndRuns(
   db: Executor,
@@ -157,7 +159,7 @@ async function insertJobsAndRuns(
   jobRows: JobRow[],
   runRows: { id: string; job_id: string; scheduled_for: string; next_attempt_at: string }[],
   nowIso: string,
-  soonestMs: number,
+  notify: string | null,
 ): Promise<void> {
   const jobsJson = JSON.stringify(
     jobRows.map((j) => ({
@@ -179,7 +181,6 @@ async function insertJobsAndRuns(
       next_run_at: j.nextRunAt?.toISOString() ?? null,
     })),
   );
-  const notify = runRows.length > 0 ? String(soonestMs) : null;
   await db.execute(sql`with new_jobs as (
       insert into jobs (id, tenant_id, key, name, status, schedule, callback, auth_token_enc, payload, retry,
                         relevancy_window_ms, delivery_mode, overlap_policy, catch_up, jitter_ms, metadata, next_run_at,

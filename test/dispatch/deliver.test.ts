@@ -8,6 +8,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,7 +16,14 @@ import { join } from 'node:path';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CLASS, type HttpResult } from '../../src/domain/attempt-outcome.ts';
-import { classifyError, createCallbackAgent, createDeliver, type CallbackRequest } from '../../src/dispatch/deliver.ts';
+import {
+  classifyError,
+  createCallbackAgent,
+  createDeliver,
+  RESPONSE_DRAIN_LIMIT_BYTES,
+  RESPONSE_EXCERPT_BYTES,
+  type CallbackRequest,
+} from '../../src/dispatch/deliver.ts';
 import { freePort } from '../support/chime-process.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 
@@ -164,6 +172,47 @@ describe('callback delivery error classes', () => {
     const e = expectError(await createDeliver(open)(request(`${receiver.url}/reset`), Date.now));
     expect(e).toMatchObject({ errorClass: ERROR_CLASS.connection, maybeSent: true });
     expect(receiver.received.filter((r) => r.path === '/reset')).toHaveLength(1);
+  });
+
+  it('a body past the drain limit keeps the status and the first RESPONSE_EXCERPT_BYTES, and the connection is dropped', async () => {
+    const big = http.createServer((_req, res) => {
+      res.writeHead(503, { 'retry-after': '7' });
+      res.end('é'.repeat(RESPONSE_DRAIN_LIMIT_BYTES)); // two bytes each: twice the drain limit
+    });
+    await new Promise<void>((r) => big.listen(0, '127.0.0.1', () => r()));
+    try {
+      const r = await createDeliver(open)(request(`http://127.0.0.1:${(big.address() as AddressInfo).port}/big`), Date.now);
+      expect(r).toMatchObject({ kind: 'response', status: 503, retryAfterMs: 7_000 });
+      const excerpt = (r as Extract<HttpResult, { kind: 'response' }>).bodyExcerpt;
+      expect(Buffer.byteLength(excerpt)).toBeLessThanOrEqual(RESPONSE_EXCERPT_BYTES);
+      expect(excerpt.startsWith('é'.repeat(500))).toBe(true);
+    } finally {
+      big.closeAllConnections();
+      await new Promise<void>((r) => big.close(() => r()));
+    }
+  });
+
+  it('the timeout counts from the call: a request still waiting for a connection when it is up ends then, as a timeout that sent nothing', async () => {
+    receiver.respond = () => ({ status: 200, hang: true });
+    // One connection per origin: the second request queues behind the hanging first one.
+    const single = new Agent({ connections: 1 });
+    try {
+      const deliver = createDeliver(single);
+      const first = deliver(request(`${receiver.url}/hang-first`, { timeoutMs: 2_000 }), Date.now);
+      const started = Date.now();
+      const queued = expectError(await deliver(request(`${receiver.url}/queued`, { timeoutMs: 300 }), Date.now));
+      expect(queued).toMatchObject({ errorClass: ERROR_CLASS.timeout, maybeSent: false });
+      expect(Date.now() - started).toBeLessThan(1_900);
+      expect(receiver.received.filter((r) => r.path === '/queued')).toHaveLength(0);
+      expectError(await first);
+      // The queue is first in, first out: once a later request got through, the queued one had its turn, and was
+      // dropped then rather than sent.
+      receiver.respond = () => ({ status: 200 });
+      expect(await deliver(request(`${receiver.url}/after`), Date.now)).toMatchObject({ kind: 'response', status: 200 });
+      expect(receiver.received.filter((r) => r.path === '/queued')).toHaveLength(0);
+    } finally {
+      await single.destroy();
+    }
   });
 
   it('classifyError reads the code on the error or on its cause (fetch wraps undici errors)', () => {

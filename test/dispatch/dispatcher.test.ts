@@ -7,6 +7,7 @@
  * Every dispatcher a test starts is tracked: `afterEach` stops any left running and fails the test that leaked it.
  */
 import { pino } from 'pino';
+import { Registry } from 'prom-client';
 import type { Agent } from 'undici';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
@@ -14,6 +15,7 @@ import { systemClock } from '../../src/domain/clock.ts';
 import { createCallbackAgent, createDeliver } from '../../src/dispatch/deliver.ts';
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/dispatch/dispatcher.ts';
 import { createKeyring } from '../../src/dispatch/keyring.ts';
+import { createDispatchMetrics, type DispatchMetrics } from '../../src/dispatch/metrics.ts';
 import { query, type Database } from '../../src/store/db.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
@@ -28,7 +30,7 @@ class Dispatchers {
   private readonly live = new Set<Dispatcher>();
   constructor(private readonly store: () => TestStore, private readonly agent: () => Agent) {}
 
-  async start(database: Database, options: Partial<DispatcherOptions> = {}, userAgent = 'chime-test'): Promise<Dispatcher> {
+  async start(database: Database, options: Partial<DispatcherOptions> = {}, userAgent = 'chime-test', metrics?: DispatchMetrics): Promise<Dispatcher> {
     const s = this.store();
     const d = createDispatcher({
       database,
@@ -37,6 +39,7 @@ class Dispatchers {
       deliver: createDeliver(this.agent()),
       keyring: createKeyring({ db: database.db, cipher: s.cipher, clock: systemClock }),
       userAgent,
+      metrics,
       options: { pollMs: 250, reapIntervalMs: 60_000, shutdownGraceMs: 5_000, ...options },
     });
     this.live.add(d);
@@ -56,6 +59,24 @@ class Dispatchers {
     await Promise.all(leaked.map((d) => d.stop(0)));
     if (leaked.length > 0) throw new Error(`${leaked.length} dispatcher(s) left running by the test`);
   }
+}
+
+/**
+ * `database` with its top-level calls counted: `transaction` (a claim) and `execute` (a plain statement, such as the
+ * look for the earliest due time or a finish).
+ */
+function countingCalls(database: Database): { database: Database; transactions: number; statements: number } {
+  const counted = { database, transactions: 0, statements: 0 };
+  const db = new Proxy(database.db, {
+    get(target, prop, receiver) {
+      if (prop === 'transaction') counted.transactions++;
+      if (prop === 'execute') counted.statements++;
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  counted.database = { ...database, db, listen: database.listen.bind(database), close: database.close.bind(database) };
+  return counted;
 }
 
 describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
@@ -188,15 +209,20 @@ describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
     receiver.respond = (r) => (r.path.startsWith('/hang') ? { status: 200, hang: true } : { status: 200 });
     const again = await job('/hang/again', { callback: { timeoutMs: 10_000 } });
     const once = await job('/hang/once', { callback: { timeoutMs: 10_000 }, deliveryMode: 'at-most-once' });
-    const d = await dispatchers.start(store.database);
+    const registry = new Registry();
+    const d = await dispatchers.start(store.database, {}, undefined, createDispatchMetrics(registry));
+    const inFlightSeries = async () => (await registry.getSingleMetricAsString('chime_in_flight')).split('\n').filter((l) => l.startsWith('chime_in_flight{'));
     let stopped = false;
     try {
       await eventually(() => hits('/hang').length === 2, { what: 'both callbacks to hang' });
       expect(d.inFlight).toBe(2);
+      expect(await inFlightSeries()).toEqual([`chime_in_flight{destination="${new URL(receiver.url).origin}"} 2`]);
       const t = Date.now();
       await dispatchers.stop(d, 200);
       stopped = true;
       expect(Date.now() - t).toBeLessThan(5_000);
+      // A stopped dispatcher no longer reports: no series left behind.
+      expect(await inFlightSeries()).toEqual([]);
     } finally {
       if (!stopped) await dispatchers.stop(d, 0);
     }
@@ -245,6 +271,44 @@ describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
     await eventually(() => d.inFlight === 0, { what: 'the stopped dispatcher to settle' });
     expect(hits('/queued')).toHaveLength(1);
     await check();
+  });
+
+  it('an idle dispatcher polls with one query for the earliest due time, and claims only when a run comes due', async () => {
+    // Claims are transactions, the due-time look a plain statement.
+    const counted = countingCalls(store.database);
+    const d = await dispatchers.start(counted.database, { pollMs: 50 });
+    try {
+      await eventually(() => counted.statements >= 10, { what: 'ten polls' });
+      // The first claim at start found nothing; every poll since only looked.
+      expect(counted.transactions).toBe(1);
+      const j = await job('/idle-then-due');
+      await eventually(() => hits('/idle-then-due').length === 1, { what: 'the run that came due to be delivered' });
+      expect(counted.transactions).toBeGreaterThan(1);
+      expect((await runsOf(store.database, j.id))[0]?.trigger).toBe('schedule');
+    } finally {
+      await dispatchers.stop(d);
+    }
+  });
+
+  it('runs falling due steadily are claimed in batches ahead of time, and each fires at its time, not before', async () => {
+    const counted = countingCalls(store.database);
+    // 300 runs, one every 2 ms (500 a second, faster than a claim's round trip) from 4 s on.
+    const start = Date.now() + 4_000;
+    const dueAt = Array.from({ length: 300 }, (_, i) => start + i * 2);
+    for (const [i, at] of dueAt.entries()) await job(`/steady/${i}`, { schedule: { type: 'once', at: new Date(at).toISOString() } });
+    const d = await dispatchers.start(counted.database, { pollMs: 2_000 });
+    try {
+      await eventually(() => hits('/steady/').length === 300, { what: 'every steady run delivered', timeoutMs: 20_000 });
+      // Claiming whenever a run had entered the lookahead would make a claim per round trip, a few runs each;
+      // gathered, a claim takes what fell due in up to a fifth of the lookahead (50 ms: ~25 runs here).
+      expect(counted.transactions).toBeLessThan(40);
+      for (const r of hits('/steady/')) {
+        const i = Number(r.path.split('/')[2]);
+        expect(r.at).toBeGreaterThanOrEqual(dueAt[i]!);
+      }
+    } finally {
+      await dispatchers.stop(d);
+    }
   });
 
   it('a test that leaves a dispatcher running fails', async () => {

@@ -1,11 +1,12 @@
 /**
  * The node:crypto Chime-Signature signer makes the same tokens as the jose one: both verify with jose's jwtVerify
- * against the published public key, with the same protected header and claims.
+ * against the published public key, with the same protected header and claims; its two Ed25519 backends (libsodium
+ * through sodium-native, node:crypto) make byte-identical tokens, Ed25519 being deterministic (RFC 8032 §5.1.6).
  */
 import { createHash } from 'node:crypto';
 import { calculateJwkThumbprint, decodeProtectedHeader, exportJWK, generateKeyPair, importJWK, jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { createNodeJwtSigner } from '../../src/dispatch/jwt-node.ts';
+import { createNodeJwtSigner, defaultEd25519Backend } from '../../src/dispatch/jwt-node.ts';
 import { createJwtSigner, JWT_ISSUER } from '../../src/dispatch/sign.ts';
 import { JWT_TTL_SECONDS, type SigningJwk } from '../../src/store/jwt-keys.ts';
 
@@ -41,5 +42,17 @@ describe('createNodeJwtSigner', () => {
     const other = await newKey();
     const token = await (await createNodeJwtSigner(other.key)).sign({ sub: 's', jti: 'j', body: '', iatSec: Math.floor(Date.now() / 1000) });
     await expect(jwtVerify(token, await importJWK(one.publicJwk, 'EdDSA'))).rejects.toThrow(/signature/);
+  });
+
+  it('libsodium and node:crypto make the very same token, and libsodium (the faster) is the default here', async () => {
+    const { key, publicJwk } = await newKey();
+    const claims = { sub: 'https://example.com/h', jti: 'run-9.1', body: '{"n":1}', iatSec: 1_800_000_000 };
+    const viaSodium = await (await createNodeJwtSigner(key, 'sodium')).sign(claims);
+    const viaNode = await (await createNodeJwtSigner(key, 'node')).sign(claims);
+    expect(viaSodium).toBe(viaNode);
+    await expect(jwtVerify(viaSodium, await importJWK(publicJwk, 'EdDSA'), { currentDate: new Date(claims.iatSec * 1000) })).resolves.toBeTruthy();
+    // sodium-native is an optional dependency with prebuilt binaries for this platform: if it stopped loading, the
+    // dispatcher would silently sign at about half the speed.
+    expect(defaultEd25519Backend()).toBe('sodium');
   });
 });

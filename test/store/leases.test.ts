@@ -4,7 +4,9 @@
  * (at-most-once: an ambiguous outcome is never re-sent; spent attempts), and `releaseLeases` does the same for the
  * runs a stopping dispatcher gives back.
  */
+import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { query } from '../../src/store/db.ts';
 import type { JobSpecInput } from '../support/store.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
@@ -83,6 +85,26 @@ describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
       },
       { attempt: 2, responseStatus: 500, errorClass: 'bad_status', error: 'unexpected status 500' },
     ]);
+  });
+
+  it('finishRuns records every time to the millisecond: the retry time, the finish time, the attempt start, end and duration', async () => {
+    await job();
+    await job();
+    const [a, b] = await claim('A', T0);
+    const held = await finishRuns(store.database.db, 'A', [
+      outcome(a!, { runStatus: 'retrying', startedAtMs: T0 + 1, finishedAtMs: T0 + 999, nextAttemptAtMs: T0 + 61_237, responseStatus: 503, error: 'unexpected status 503' }),
+      outcome(b!, { runStatus: 'succeeded', startedAtMs: T0 + 7, finishedAtMs: T0 + 1_024, responseStatus: 200, responseBodyExcerpt: 'ok ✓' }),
+    ]);
+    expect(held.size).toBe(2);
+    expect(await runById(store.database, a!.runId)).toMatchObject({ status: 'retrying', nextAttemptAtMs: T0 + 61_237, finishedAtMs: null });
+    expect(await runById(store.database, b!.runId)).toMatchObject({ status: 'succeeded', nextAttemptAtMs: null, finishedAtMs: T0 + 1_024 });
+    const [logged] = await query<{ started_at: Date | string; finished_at: Date | string; duration_ms: number; response_body_excerpt: string }>(
+      store.database.db,
+      sql`select started_at, finished_at, duration_ms, response_body_excerpt from attempts where run_id = ${b!.runId}`,
+    );
+    expect(new Date(logged!.started_at).getTime()).toBe(T0 + 7);
+    expect(new Date(logged!.finished_at).getTime()).toBe(T0 + 1_024);
+    expect(logged).toMatchObject({ duration_ms: 1_017, response_body_excerpt: 'ok ✓' });
   });
 
   it('a run reaped after its dispatcher died shows the lost attempt in its log', async () => {

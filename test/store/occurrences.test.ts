@@ -8,7 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { newId } from '../../src/domain/ids.ts';
 import type { Database } from '../../src/store/db.ts';
-import { query } from '../../src/store/db.ts';
+import { NOTIFY_HORIZON_MS, query, RUNS_CHANNEL } from '../../src/store/db.ts';
 import { createJob, getJob } from '../../src/store/jobs.ts';
 import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
 import { runs } from '../../src/store/schema.ts';
@@ -48,6 +48,28 @@ describe.each(DATABASE_TARGETS)('jobs and occurrences on $kind', (target) => {
     const jobRuns = await runsOf(reader, job.id);
     expect(jobRuns).toHaveLength(1);
     expect(jobRuns[0]).toMatchObject({ scheduledForMs: at, trigger: 'schedule', status: 'scheduled', attempts: 0, nextAttemptAtMs: at });
+  });
+
+  it('createJob announces a first run due within NOTIFY_HORIZON_MS on RUNS_CHANNEL, and not one due later', async () => {
+    const payloads: string[] = [];
+    let heard: () => void = () => {};
+    const unlisten = await store.database.listen(RUNS_CHANNEL, (p) => {
+      payloads.push(p);
+      heard();
+    });
+    try {
+      const far = T0 + NOTIFY_HORIZON_MS + MINUTE;
+      const near = T0 + NOTIFY_HORIZON_MS - 1_000;
+      const once = (at: number) => testJobSpec(T0, { schedule: { type: 'once', at: new Date(at).toISOString() } });
+      const nearHeard = new Promise<void>((r) => (heard = () => payloads.includes(String(near)) && r()));
+      await createJob(store.ctx, tenantId, once(far), T0);
+      await createJob(store.ctx, tenantId, once(near), T0);
+      // Notifications arrive in commit order: once the later job's is heard, the earlier one's would have been.
+      await nearHeard;
+      expect(payloads).toEqual([String(near)]);
+    } finally {
+      await unlisten();
+    }
   });
 
   it('createJob is one transaction: when the first run cannot be inserted, no job is left behind', async () => {

@@ -1,10 +1,11 @@
 /**
- * Starts the real service as a user does (`npm start` runs `tsx src/cli.ts serve`; here `node --import tsx src/cli.ts`,
- * one process, so signals reach the service itself) in a child process on a free port, waits until it is ready, and
- * stops it with a real signal.
+ * Starts the real service as a user does (`npm start` runs `node dist/node/cli.mjs serve`, the build; here the same
+ * command without npm in between, so signals reach the service itself) in a child process on a free port, waits
+ * until it is ready, and stops it with a real signal.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { CHIME_CLI } from './build.ts';
 import { eventually } from './eventually.ts';
 
 export type ChimeProcess = {
@@ -34,9 +35,9 @@ export async function freePort(): Promise<number> {
 
 export async function startChime(env: Record<string, string>, args: string[] = ['serve']): Promise<ChimeProcess> {
   const port = Number(env.PORT ?? (await freePort()));
-  // `node --import tsx`, not the tsx CLI: the CLI runs the script in a child process, so a SIGKILL sent to it would
-  // leave the real service running as an orphan.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+  // `node` itself, not a wrapper (npm, the tsx CLI) that would run the service in a child process: a SIGKILL sent to
+  // the wrapper would leave the real service running as an orphan.
+  const child = spawn(process.execPath, [CHIME_CLI, ...args], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,

@@ -1,10 +1,11 @@
 /**
- * One-shot `chime` commands as a user runs them (`tsx src/cli.ts <args>`; here `node --import tsx`, one process, as
+ * One-shot `chime` commands as a user runs them (the built CLI, `node dist/node/cli.mjs <args>`, one process, as
  * `startChime` does), for tests of start-up failures and of commands that exit (`keys rotate-jwt`, `migrate`), and a
  * hard kill of a running `chime` with everything it started.
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { CHIME_CLI } from './build.ts';
 import { ADMIN_TOKEN } from './chime-process.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -26,7 +27,7 @@ export type ChimeRun = {
  */
 export function runChime(env: Record<string, string>, args: string[], timeoutMs = 60_000): Promise<ChimeRun> {
   const started = Date.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+  const child = spawn(process.execPath, [CHIME_CLI, ...args], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,
@@ -82,7 +83,7 @@ export function descendantsOf(pid: number): number[] {
 }
 
 /**
- * SIGKILLs `pid` and all its descendants at once (a process started through the `tsx` CLI, not `node --import tsx`,
+ * SIGKILLs `pid` and all its descendants at once (a process started through a wrapper, such as npm or the `tsx` CLI,
  * runs the program in a child that would otherwise live on as an orphan). Descendants are listed first, then all
  * are killed.
  * @returns the pids signalled

@@ -41,7 +41,7 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
       const idempotencyKey = c.req.valid('header')['idempotency-key'];
       try {
         if (idempotencyKey) {
-          const r = await createJobIdempotently(deps.store, c.var.tenantId, idempotencyKey, await sha256Hex(JSON.stringify(body)), spec, now, creationLimits(deps));
+          const r = await createJobIdempotently(deps.store, c.var.tenantId, idempotencyKey, sha256Hex(JSON.stringify(body)), spec, now, creationLimits(deps));
           if (r.kind === 'mismatch') throw new ApiError('conflict', 'this Idempotency-Key was used with another request body in the last 24 h');
           return c.json(jobView(r.job), r.kind === 'created' ? 201 : 200);
         }

@@ -16,7 +16,7 @@ import type { RetryPolicy } from '../../domain/retry.ts';
 import type { Schedule } from '../../domain/schedule.ts';
 import { jitterOffsetMs } from '../../domain/schedule.ts';
 import { JOB_STATUS, RUN_STATUS, type CatchUpPolicy, type DeliveryMode, type OverlapPolicy, type RunTrigger } from '../../domain/states.ts';
-import { query, RUNS_CHANNEL, type Db } from '../db.ts';
+import { announceRun, query, type Db } from '../db.ts';
 import { newId } from '../../domain/ids.ts';
 import { runs } from '../schema.ts';
 
@@ -75,7 +75,6 @@ export type ClaimOptions = {
 };
 
 const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
-const isoOrNull = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString());
 
 /** How many of the earliest due runs a claim that skips destinations looks through. */
 const SKIP_WINDOW = 5_000;
@@ -127,7 +126,7 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
 
     const busy = await busyJobs(tx, rows);
     const ended: { id: string; status: string; error: string | null }[] = [];
-    const jobUpdates: { id: string; next_run_at: string | null; last_run_at: string; completed: boolean }[] = [];
+    const jobUpdates: { id: string; next_ms: number | null; last_ms: number; completed: boolean }[] = [];
     const nextRuns: (typeof runs.$inferInsert)[] = [];
     const deliver: ClaimedRun[] = [];
     for (const r of rows) {
@@ -147,7 +146,7 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
         o.nowMs,
       );
       if (d.advances) {
-        jobUpdates.push({ id: r.job_id, next_run_at: isoOrNull(d.nextMs), last_run_at: new Date(scheduledForMs).toISOString(), completed: d.nextMs === null });
+        jobUpdates.push({ id: r.job_id, next_ms: d.nextMs, last_ms: scheduledForMs, completed: d.nextMs === null });
         if (d.nextMs !== null) {
           nextRuns.push({
             id: newId(),
@@ -193,14 +192,15 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
     if (nextRuns.length > 0) {
       await tx.insert(runs).values(nextRuns).onConflictDoNothing();
       const soonest = Math.min(...nextRuns.map((n) => n.nextAttemptAt!.getTime()));
-      await tx.execute(sql`select pg_notify(${RUNS_CHANNEL}, ${String(soonest)})`);
+      const announce = announceRun(soonest, o.nowMs);
+      if (announce) await tx.execute(announce);
     }
     if (jobUpdates.length > 0) {
       await tx.execute(sql`update jobs j
-        set next_run_at = v.next_run_at, last_run_at = v.last_run_at,
+        set next_run_at = to_timestamp(v.next_ms / 1000.0), last_run_at = to_timestamp(v.last_ms / 1000.0),
             status = case when v.completed and j.status = 'active' then 'completed' else j.status end
         from jsonb_to_recordset(${JSON.stringify(jobUpdates)}::jsonb)
-             as v(id uuid, next_run_at timestamptz, last_run_at timestamptz, completed boolean)
+             as v(id uuid, next_ms bigint, last_ms bigint, completed boolean)
         where j.id = v.id`);
     }
     return deliver;

@@ -30,61 +30,58 @@ export type AttemptOutcome = {
   pauseReason: string | null;
 };
 
-const iso = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString());
-
 /**
  * Applies a batch of outcomes for lease owner `owner`.
  * @returns the ids of the runs whose result was recorded (the others had lost their lease)
  */
 export async function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome[]): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
-  const runRows = JSON.stringify(
+  // One row per outcome serves both the run update and the attempt log; times travel as epoch ms (to_timestamp is
+  // cheaper than parsing timestamp text, and so is writing a number than toISOString).
+  const rows = JSON.stringify(
     outcomes.map((o) => ({
       id: o.runId,
       attempt: o.attempt,
       status: o.runStatus,
-      next_attempt_at: iso(o.nextAttemptAtMs),
-      finished_at: o.runStatus === 'retrying' ? null : iso(o.finishedAtMs),
+      next_ms: o.nextAttemptAtMs,
+      started_ms: o.startedAtMs,
+      finished_ms: o.finishedAtMs,
       response_status: o.responseStatus,
-      error: o.error,
-    })),
-  );
-  const attemptRows = JSON.stringify(
-    outcomes.map((o) => ({
-      run_id: o.runId,
-      attempt: o.attempt,
-      started_at: iso(o.startedAtMs),
-      finished_at: iso(o.finishedAtMs),
-      duration_ms: o.finishedAtMs - o.startedAtMs,
-      response_status: o.responseStatus,
-      response_body_excerpt: o.responseBodyExcerpt,
+      excerpt: o.responseBodyExcerpt,
       error_class: o.errorClass,
       error: o.error,
     })),
   );
+  const ids = `{${outcomes.map((o) => o.runId).join(',')}}`;
   const pauses = outcomes.filter((o) => o.pauseReason !== null).map((o) => ({ id: o.jobId, reason: o.pauseReason }));
   // One statement records the runs and the attempt log (atomic without a transaction's extra round trips); the
   // rare batch with a 410 Gone pauses its jobs in the same transaction.
   const record = (ex: Db) =>
     query<{ id: string }>(
       ex,
-      sql`with held as (
+      sql`with v as materialized (
+            select * from jsonb_to_recordset(${rows}::jsonb)
+              as v(id uuid, attempt smallint, status text, next_ms bigint, started_ms bigint, finished_ms bigint,
+                   response_status smallint, excerpt text, error_class text, error text)),
+          held as (
             update runs r
-            set status = v.status, next_attempt_at = v.next_attempt_at, finished_at = v.finished_at,
+            set status = v.status, next_attempt_at = to_timestamp(v.next_ms / 1000.0),
+                finished_at = case when v.status = 'retrying' then null else to_timestamp(v.finished_ms / 1000.0) end,
                 response_status = v.response_status, error = v.error, lease_owner = null, lease_expires_at = null
-            from jsonb_to_recordset(${runRows}::jsonb)
-                 as v(id uuid, attempt smallint, status text, next_attempt_at timestamptz, finished_at timestamptz,
-                      response_status smallint, error text)
+            from v
             where r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
+              -- The ids again as an array the planner can count: the runs are then read by primary key, not by a
+              -- scan of every running run (the row count of a jsonb recordset is a guess of 100).
+              and r.id = any(${ids}::uuid[])
             returning r.id),
           -- Every attempt happened, whether or not its lease still held: the log keeps them all. A result that comes
           -- after the reaper logged its attempt as lease_lost fills that entry in and keeps the class.
           logged as (
             insert into attempts (run_id, attempt, started_at, finished_at, duration_ms, response_status,
                                   response_body_excerpt, error_class, error)
-            select * from jsonb_to_recordset(${attemptRows}::jsonb)
-              as v(run_id uuid, attempt smallint, started_at timestamptz, finished_at timestamptz, duration_ms int,
-                   response_status smallint, response_body_excerpt text, error_class text, error text)
+            select v.id, v.attempt, to_timestamp(v.started_ms / 1000.0), to_timestamp(v.finished_ms / 1000.0),
+                   v.finished_ms - v.started_ms, v.response_status, v.excerpt, v.error_class, v.error
+            from v
             on conflict (run_id, attempt) do update
               set started_at = excluded.started_at, finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
                   response_status = excluded.response_status, response_body_excerpt = excluded.response_body_excerpt,

@@ -1,11 +1,11 @@
 /**
- * Chime under the benchmark: the real service in child processes (`node --import tsx src/cli.ts serve`), an
+ * Chime under the benchmark: the real service in child processes (`node dist/node/cli.mjs serve`, the build), an
  * `--role api` process for registration (rate limit and active-jobs quota off, as a bulk load needs) and a
  * `--role dispatcher` process with Chime's defaults, on a fresh PostgreSQL database.
  */
 import { createServer } from 'node:net';
 import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
-import { spawnNode, type NodeProcess } from './process.ts';
+import { CHIME_CLI, spawnNode, type NodeProcess } from './process.ts';
 import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchContext, type BenchSystem, type EnqueueResult, type SystemSpec, type Tally } from './types.ts';
 
 /** Base64 of 32 fixed bytes: the bench's CHIME_ENCRYPTION_KEY. */
@@ -60,7 +60,7 @@ export class ChimeSystem implements BenchSystem {
 
   /** Migrates the template database (`chime migrate`). */
   static async install(dbUrl: string): Promise<void> {
-    const p = spawnNode('src/cli.ts', ['migrate'], baseEnv(dbUrl));
+    const p = spawnNode(CHIME_CLI, ['migrate'], baseEnv(dbUrl));
     const code = await new Promise<number | null>((r) => p.child.once('exit', r));
     if (code !== 0) throw new Error(`chime migrate exited with ${code}: ${p.output()}`);
   }
@@ -85,7 +85,7 @@ export class ChimeSystem implements BenchSystem {
 
   private async startApi(): Promise<void> {
     const port = await freePort();
-    this.api = spawnNode('src/cli.ts', ['serve', '--role', 'api'], {
+    this.api = spawnNode(CHIME_CLI, ['serve', '--role', 'api'], {
       ...baseEnv(this.dbUrl),
       PORT: String(port),
       CHIME_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
@@ -143,7 +143,7 @@ export class ChimeSystem implements BenchSystem {
   }
 
   async startWorker(onSpawned?: (pid: number) => Promise<void>): Promise<void> {
-    this.dispatcher = spawnNode('src/cli.ts', ['serve', '--role', 'dispatcher'], baseEnv(this.dbUrl));
+    this.dispatcher = spawnNode(CHIME_CLI, ['serve', '--role', 'dispatcher'], baseEnv(this.dbUrl));
     await onSpawned?.(this.dispatcher.pid);
     // The dispatcher has no HTTP port; it is ready once it LISTENs for due-run notifications (dispatcher.start()).
     const deadline = Date.now() + 60_000;

@@ -5,8 +5,11 @@
  */
 import { makeWorkerUtils, runMigrations, type WorkerUtils } from 'graphile-worker';
 import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
-import { spawnNode, type NodeProcess } from './process.ts';
+import { builtPeer, spawnNode, type NodeProcess } from './process.ts';
 import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchContext, type BenchSystem, type EnqueueResult, type SystemSpec, type Tally } from './types.ts';
+
+/** The worker process's script (bundled before the run by `buildSystems`). */
+export const GRAPHILE_WORKER_SCRIPT = 'test/bench/peers/graphile-worker.ts';
 
 /** The task identifier of every bench job (peers/graphile-worker.ts). */
 export const GRAPHILE_TASK = 'bench_post';
@@ -75,7 +78,7 @@ export class GraphileSystem implements BenchSystem {
   }
 
   async startWorker(onSpawned?: (pid: number) => Promise<void>): Promise<void> {
-    this.worker = spawnNode('test/bench/peers/graphile-worker.ts', [], {
+    this.worker = spawnNode(builtPeer(GRAPHILE_WORKER_SCRIPT), [], {
       BENCH_DATABASE_URL: this.dbUrl,
       BENCH_CALLBACK_URL: this.ctx.callbackUrl,
       BENCH_TUNED: this.spec.tuned ? '1' : '0',

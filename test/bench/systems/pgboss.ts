@@ -6,8 +6,11 @@
 import { randomUUID } from 'node:crypto';
 import { PgBoss } from 'pg-boss';
 import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
-import { spawnNode, type NodeProcess } from './process.ts';
+import { builtPeer, spawnNode, type NodeProcess } from './process.ts';
 import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchContext, type BenchSystem, type EnqueueResult, type SystemSpec, type Tally } from './types.ts';
+
+/** The worker process's script (bundled before the run by `buildSystems`). */
+export const PGBOSS_WORKER_SCRIPT = 'test/bench/peers/pgboss-worker.ts';
 
 export const PGBOSS_QUEUE = 'bench';
 /** Inserts in flight at once while loading (as for Chime's batches). */
@@ -88,7 +91,7 @@ export class PgBossSystem implements BenchSystem {
   }
 
   async startWorker(onSpawned?: (pid: number) => Promise<void>): Promise<void> {
-    this.worker = spawnNode('test/bench/peers/pgboss-worker.ts', [], {
+    this.worker = spawnNode(builtPeer(PGBOSS_WORKER_SCRIPT), [], {
       BENCH_DATABASE_URL: this.dbUrl,
       BENCH_CALLBACK_URL: this.ctx.callbackUrl,
       BENCH_QUEUE: PGBOSS_QUEUE,

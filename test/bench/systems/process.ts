@@ -1,9 +1,16 @@
 /**
- * Child processes of the benchmark: `node --import tsx <script>` spawned directly (not through the tsx CLI,
- * which would put a second process between us and the one doing the work), so the child's pid is the process
- * whose CPU and memory are measured.
+ * Child processes of the benchmark: `node <script>` spawned directly (not through npm or the tsx CLI, which would
+ * put a second process between us and the one doing the work), so the child's pid is the process whose CPU and
+ * memory are measured. Every system runs as plain JavaScript, as it would in production: Chime's CLI as
+ * `npm run build` makes it (what `npm start` runs), the peers' worker scripts bundled by esbuild the same way; no
+ * TypeScript loader (its thread, ~40 MB and start-up CPU) sits in any measured process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { basename } from 'node:path';
+import { build } from 'esbuild';
+import { buildChime, CHIME_CLI } from '../../support/build.ts';
+
+export { CHIME_CLI };
 
 export const ROOT = new URL('../../..', import.meta.url).pathname;
 
@@ -32,11 +39,40 @@ export type NodeProcess = {
   stop(): Promise<number | null>;
 };
 
-/** Spawns `node [$BENCH_NODE_ARGS] --import tsx <script> ...args` in the repository root with exactly `env` (plus PATH and HOME). */
+/** Where the peers' worker scripts are bundled (under the git-ignored test/bench/out). */
+const PEER_BUILD_DIR = 'test/bench/out/build';
+
+/**
+ * Builds what the systems run: `npm run build` for Chime, and each of `peerScripts` (TypeScript, relative to the
+ * repository root) bundled by esbuild with the options of that build (ESM for Node 20, packages left to node_modules).
+ * @throws when a build fails
+ */
+export async function buildSystems(peerScripts: readonly string[]): Promise<void> {
+  buildChime();
+  for (const script of peerScripts) {
+    await build({
+      entryPoints: [`${ROOT}${script}`],
+      outfile: `${ROOT}${builtPeer(script)}`,
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'esm',
+      packages: 'external',
+      logLevel: 'warning',
+    });
+  }
+}
+
+/** The bundle `buildSystems` makes of a peer's worker script, relative to the repository root. */
+export function builtPeer(script: string): string {
+  return `${PEER_BUILD_DIR}/${basename(script, '.ts')}.mjs`;
+}
+
+/** Spawns `node [$BENCH_NODE_ARGS] <script> ...args` (JavaScript) in the repository root with exactly `env` (plus PATH and HOME). */
 export function spawnNode(script: string, args: string[], env: Record<string, string>): NodeProcess {
   // BENCH_NODE_ARGS: extra node flags for the systems' processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script, ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, script, ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
