@@ -25,6 +25,10 @@ describe.runIf(bin !== null)('database outage', () => {
   let dispatcher: ChimeProcess;
 
   afterAll(async () => {
+    // A process that died on its own: its output says why.
+    for (const [name, p] of [['api', api], ['dispatcher', dispatcher]] as const) {
+      if (p && (p.child.exitCode !== null || p.child.signalCode !== null)) console.error(`${name} exited (${p.child.exitCode ?? p.child.signalCode}):\n${p.output()}`);
+    }
     await dispatcher?.stop('SIGKILL');
     await api?.stop('SIGKILL');
     await receiver?.close();

@@ -33,8 +33,15 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Starts `chime <args>` with `env` on top of the test defaults and resolves once it answers `/readyz`.
+ * Without `env.PORT` the process binds port 0 and the port is read from its own "listening" log line: a port picked
+ * free beforehand can be taken by another test's process in between, and then the readiness check would be answered
+ * by that process while this one had died of EADDRINUSE. So `CHIME_LOG_LEVEL` is `info` unless given (the line is
+ * logged at info). With `env.PORT` (a restart on the port a client points at) that port is used as it is.
+ * @throws when the process exits or is not ready within 30 s (it is killed then), with its output
+ */
 export async function startChime(env: Record<string, string>, args: string[] = ['serve']): Promise<ChimeProcess> {
-  const port = Number(env.PORT ?? (await freePort()));
   // `node` itself, not a wrapper (npm, the tsx CLI) that would run the service in a child process: a SIGKILL sent to
   // the wrapper would leave the real service running as an orphan.
   const child = spawn(process.execPath, [CHIME_CLI, ...args], {
@@ -44,9 +51,9 @@ export async function startChime(env: Record<string, string>, args: string[] = [
       HOME: process.env.HOME,
       CHIME_ADMIN_TOKEN: ADMIN_TOKEN,
       CHIME_ALLOW_PRIVATE_DESTINATIONS: 'true',
-      CHIME_LOG_LEVEL: 'warn',
+      CHIME_LOG_LEVEL: 'info',
+      PORT: '0',
       ...env,
-      PORT: String(port),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -54,9 +61,23 @@ export async function startChime(env: Record<string, string>, args: string[] = [
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const url = `http://127.0.0.1:${port}`;
-  const p: ChimeProcess = {
-    url,
+  let port = Number(env.PORT ?? 0);
+  // Every role serves /readyz (a dispatcher-only process: /healthz, /readyz and /metrics).
+  await eventually(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`chime exited with ${child.exitCode}: ${out}`);
+      if (port === 0) port = listeningPort(out) ?? 0;
+      if (port === 0) return false;
+      const r = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null);
+      return r?.ok;
+    },
+    { timeoutMs: 30_000, what: `chime (${args.join(' ')}) to be ready` },
+  ).catch((err) => {
+    child.kill('SIGKILL');
+    throw err;
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
     port,
     child,
     output: () => out,
@@ -65,19 +86,14 @@ export async function startChime(env: Record<string, string>, args: string[] = [
       return exited;
     },
   };
-  // Every role serves /readyz (a dispatcher-only process: /healthz, /readyz and /metrics).
-  {
-    await eventually(
-      async () => {
-        if (child.exitCode !== null) throw new Error(`chime exited with ${child.exitCode}: ${out}`);
-        const r = await fetch(`${url}/readyz`).catch(() => null);
-        return r?.ok;
-      },
-      { timeoutMs: 30_000, what: `chime to be ready on ${url}` },
-    ).catch((err) => {
-      child.kill('SIGKILL');
-      throw err;
-    });
+}
+
+/** The port of the service's `listening` log line (pino JSON, `{"port":N,...,"msg":"listening"}`), if written yet. */
+function listeningPort(output: string): number | null {
+  for (const line of output.split('\n')) {
+    if (!line.includes('"msg":"listening"')) continue;
+    const m = /"port":(\d+)/.exec(line);
+    if (m) return Number(m[1]);
   }
-  return p;
+  return null;
 }
