@@ -11,6 +11,7 @@ import { createCipher, ENCRYPTION_KEY_BYTES, fromBase64Url, type Cipher } from '
 import type { Database } from './store/db.ts';
 import type { StoreContext } from './store/context.ts';
 import { migrateEmbedded, migratePostgresUrl } from './store/migrate.ts';
+import { OpenJobsEstimates } from './store/open-jobs.ts';
 import { openPostgres } from './store/postgres.ts';
 
 /** Name of the generated key file in CHIME_DATA_DIR (embedded database only). */
@@ -36,7 +37,7 @@ export async function openRuntime(config: Config, opts: { migrate?: boolean; poo
     database = embedded;
   }
   const clock = systemClock;
-  return { database, cipher, clock, store: { db: database.db, cipher, clock } };
+  return { database, cipher, clock, store: { db: database.db, cipher, clock, openJobs: new OpenJobsEstimates(clock) } };
 }
 
 async function loadEncryptionKey(config: Config): Promise<Uint8Array> {

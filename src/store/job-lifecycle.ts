@@ -54,7 +54,10 @@ export async function updateJob(
     if (!job) return null;
     if (job.status === JOB_STATUS.canceled && !changes.replace) throw new JobStateError('the job is canceled; register a new one');
     const finished = job.status === JOB_STATUS.canceled || job.status === JOB_STATUS.completed;
-    if (changes.replace && finished) await assertActiveJobsRoom({ db: tx }, tenantId, 1, opts.maxActiveJobs);
+    if (changes.replace && finished) {
+      await assertActiveJobsRoom({ db: tx, openJobs: ctx.openJobs }, tenantId, 1, opts.maxActiveJobs);
+      ctx.openJobs?.added(tenantId, 1);
+    }
     const now = ctx.clock.now();
     const nowIso = new Date(now).toISOString();
     const set: Partial<typeof jobs.$inferInsert> = { updatedAt: new Date(now) };

@@ -3,7 +3,9 @@
  * and the active-jobs quota (→ 409 quota_exceeded), in process on each database with a manual clock, and once
  * through the real process to show the CHIME_* variables reach the app.
  */
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { query } from '../../src/store/db.ts';
 import { TokenBuckets } from '../../src/api/rate-limit.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { apiClient, startTestApp, TEST_APP_URL, type TestApp } from '../support/app.ts';
@@ -11,6 +13,7 @@ import { createTestTenant, type ApiResponse, type TestTenant } from '../support/
 import { startChime, type ChimeProcess } from '../support/chime-process.ts';
 import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
 import { T0 } from '../support/store.ts';
+import { OPEN_JOBS_RECOUNT_MS } from '../../src/store/open-jobs.ts';
 
 const job = (extra: Record<string, unknown> = {}) => ({ schedule: { type: 'delay', delayMs: 3_600_000 }, callback: { url: 'http://127.0.0.1:9/hook' }, ...extra });
 
@@ -157,6 +160,33 @@ describe.each(DATABASE_TARGETS)('active-jobs quota ($kind)', (target) => {
     const other = await app.tenant('other');
     for (let i = 0; i < LIMIT; i++) expect((await other.api.post('/v1/jobs', job())).status).toBe(201);
     expectQuotaExceeded(await other.api.post('/v1/jobs', job()), LIMIT);
+  });
+});
+
+describe.each(DATABASE_TARGETS)('active-jobs quota across API processes ($kind)', (target) => {
+  const LIMIT = 100;
+  const clock = new ManualClock(T0);
+  let app: TestApp;
+
+  beforeAll(async () => {
+    app = await startTestApp({ limits: { ratePerSecond: 0, burst: 0, maxActiveJobs: LIMIT } }, { target, clock });
+  });
+  afterAll(() => app?.close());
+
+  it("sees another process's creations at its next count of the tenant's open jobs, OPEN_JOBS_RECOUNT_MS at most", async () => {
+    const t = await app.tenant('two-processes');
+    expect((await t.api.post('/v1/jobs', job())).status).toBe(201); // counted: 0 open, then 1 added
+    // A second API process fills the quota.
+    const other = apiClient(TEST_APP_URL, t.apiKey, (await app.another()).fetch);
+    const batch = await other.post('/v1/jobs/batch', { jobs: Array.from({ length: LIMIT }, () => job()) });
+    expect(batch.body.results.filter((r: { status: number }) => r.status === 201)).toHaveLength(LIMIT - 1);
+    // This process's estimate (1 open, far from the quota) still answers: the documented overshoot.
+    expect((await t.api.post('/v1/jobs', job())).status).toBe(201);
+    // Once its count is older than OPEN_JOBS_RECOUNT_MS, it counts again and refuses.
+    clock.advance(OPEN_JOBS_RECOUNT_MS + 1);
+    expectQuotaExceeded(await t.api.post('/v1/jobs', job()), LIMIT);
+    const [row] = await query<{ n: string }>(app.database.db, sql`select count(*) as n from jobs where tenant_id = ${t.tenantId} and status = 'active'`);
+    expect(Number(row!.n)).toBe(LIMIT + 1);
   });
 });
 

@@ -183,7 +183,7 @@ export function renderMarkdown(report: Report): string {
       `pg-boss ${m.versions['pg-boss']}, graphile-worker ${m.versions['graphile-worker']}, undici ${m.versions.undici}.`,
     '',
   );
-  lines.push(`Chime runs with its defaults. Tuned peers: pg-boss ${TUNING['pgboss-tuned']}; graphile-worker ${TUNING['graphile-tuned']}. ${TUNING.common}.`, '');
+  lines.push(`Chime runs with its defaults (the API's per-tenant rate limit, a policy of 100 requests/s, lifted). Tuned peers: pg-boss ${TUNING['pgboss-tuned']}; graphile-worker ${TUNING['graphile-tuned']}. ${TUNING.common}.`, '');
   lines.push(
     'Ratio = Chime / best peer (best among peers that delivered everything, when any): for ↑ figures above 1 favours Chime, ' +
       'for ↓ figures below 1 does. `*` marks a run that hit its time cap or lost runs; its figures cover what it did.',

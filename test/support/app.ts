@@ -11,6 +11,7 @@ import { sql } from 'drizzle-orm';
 import { query, type Database } from '../../src/store/db.ts';
 import { openEmbedded } from '../../src/store/embedded.ts';
 import { migrateEmbedded } from '../../src/store/migrate.ts';
+import { OpenJobsEstimates } from '../../src/store/open-jobs.ts';
 import { apiClient, createTestTenant, type TestTenant } from './api.ts';
 import { ADMIN_TOKEN } from './chime-process.ts';
 import type { DatabaseTarget } from './databases.ts';
@@ -79,7 +80,7 @@ export async function startTestApp(config: Partial<AppConfig> = {}, clockOrOptio
   }
   const build = (db: Database, overrides: Partial<AppConfig>) => {
     const app = createApp({
-      store: { db: db.db, cipher, clock },
+      store: { db: db.db, cipher, clock, openJobs: new OpenJobsEstimates(clock) },
       database: db,
       config: { ...TEST_APP_CONFIG, ...config, ...overrides },
       onUnexpectedError: opts.onUnexpectedError,

@@ -91,7 +91,7 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
         // are answered 409 quota_exceeded (a retry after canceling some jobs sends only those).
         const { maxActiveJobs = 0 } = creationLimits(deps);
         const created = await (deps.store.db as Db).transaction(async (tx) => {
-          const room = valid.length > 0 ? await activeJobsRoom({ db: tx }, tenantId, maxActiveJobs) : 0;
+          const room = valid.length > 0 ? await activeJobsRoom({ ...deps.store, db: tx }, tenantId, maxActiveJobs, valid.length) : 0;
           for (const v of valid.splice(Math.min(room, valid.length))) {
             results[v.index] = { status: 409, problem: problem('quota_exceeded', new QuotaExceededError(maxActiveJobs, room).message) };
           }

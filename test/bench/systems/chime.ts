@@ -89,8 +89,9 @@ export class ChimeSystem implements BenchSystem {
       ...baseEnv(this.dbUrl),
       PORT: String(port),
       CHIME_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
+      // The per-tenant rate limit is a policy (100 requests/s by default), not a speed setting: lifted so that one
+      // tenant can load the runs. Everything else, the active-jobs quota included, is the default.
       CHIME_RATE_LIMIT_PER_SECOND: '0',
-      CHIME_MAX_ACTIVE_JOBS: '0',
     });
     this.apiUrl = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + 60_000;
