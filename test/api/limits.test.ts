@@ -5,15 +5,15 @@
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { query } from '../../src/store/db.ts';
 import { TokenBuckets } from '../../src/api/rate-limit.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
+import { query } from '../../src/store/db.ts';
+import { OPEN_JOBS_RECOUNT_MS } from '../../src/store/open-jobs.ts';
 import { apiClient, startTestApp, TEST_APP_URL, type TestApp } from '../support/app.ts';
 import { createTestTenant, type ApiResponse, type TestTenant } from '../support/api.ts';
 import { startChime, type ChimeProcess } from '../support/chime-process.ts';
 import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
 import { T0 } from '../support/store.ts';
-import { OPEN_JOBS_RECOUNT_MS } from '../../src/store/open-jobs.ts';
 
 const job = (extra: Record<string, unknown> = {}) => ({ schedule: { type: 'delay', delayMs: 3_600_000 }, callback: { url: 'http://127.0.0.1:9/hook' }, ...extra });
 
