@@ -53,8 +53,11 @@ export function announcement(dueAtMs: number | null, nowMs: number): string | nu
   return dueAtMs === null || !Number.isFinite(dueAtMs) || dueAtMs > nowMs + NOTIFY_HORIZON_MS ? null : String(dueAtMs);
 }
 
-/** The statement that announces a run due at `dueAtMs` (epoch ms) on RUNS_CHANNEL, or null (see `announcement`). */
-export function announceRun(dueAtMs: number | null, nowMs: number): SQL | null {
+/**
+ * Announces a run due at `dueAtMs` (epoch ms) on RUNS_CHANNEL through `ex` (in the caller's transaction: the NOTIFY
+ * is delivered when it commits), unless `announcement` says it needs none.
+ */
+export async function announceRun(ex: Executor, dueAtMs: number | null, nowMs: number): Promise<void> {
   const payload = announcement(dueAtMs, nowMs);
-  return payload === null ? null : sql`select pg_notify(${RUNS_CHANNEL}, ${payload})`;
+  if (payload !== null) await ex.execute(sql`select pg_notify(${RUNS_CHANNEL}, ${payload})`);
 }

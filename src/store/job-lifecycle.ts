@@ -125,8 +125,7 @@ export async function planNextRun(
     do update set status = 'scheduled', next_attempt_at = excluded.next_attempt_at, error = null, finished_at = null,
                   attempts = 0, started_at = null
     where runs.status in ('scheduled', 'canceled')`);
-  const announce = announceRun(Date.parse(dueAt), p.nowMs);
-  if (announce) await tx.execute(announce);
+  await announceRun(tx, Date.parse(dueAt), p.nowMs);
 }
 
 /**
@@ -170,7 +169,7 @@ export async function triggerRun(ctx: StoreContext, tenantId: string, jobId: str
       nextAttemptAt: new Date(now),
       createdAt: new Date(now),
     });
-    await tx.execute(announceRun(now, now)!);
+    await announceRun(tx, now, now);
     return id;
   });
 }

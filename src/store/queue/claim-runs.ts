@@ -192,8 +192,7 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
     if (nextRuns.length > 0) {
       await tx.insert(runs).values(nextRuns).onConflictDoNothing();
       const soonest = Math.min(...nextRuns.map((n) => n.nextAttemptAt!.getTime()));
-      const announce = announceRun(soonest, o.nowMs);
-      if (announce) await tx.execute(announce);
+      await announceRun(tx, soonest, o.nowMs);
     }
     if (jobUpdates.length > 0) {
       await tx.execute(sql`update jobs j
