@@ -3,7 +3,8 @@
  * `node`. Vitest's global setup builds it once before any test file starts, so the process tests exercise the
  * shipped build and its start-up, not the TypeScript sources through a loader.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -16,6 +17,19 @@ export const CHIME_CLI = 'dist/node/cli.mjs';
  */
 export function buildChime(): void {
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
+/**
+ * Spawns `node CHIME_CLI <args>` in the repository root with exactly `env` plus PATH and HOME, no stdin, output piped. `node`
+ * itself, not a wrapper (npm, the tsx CLI) that would run the service in a child process: a SIGKILL sent to the
+ * wrapper would leave the real service running as an orphan.
+ */
+export function spawnChime(args: string[], env: Record<string, string>): ChildProcessByStdio<null, Readable, Readable> {
+  return spawn(process.execPath, [CHIME_CLI, ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 /** Vitest global setup: `buildChime()` once before any test file. */

@@ -3,9 +3,9 @@
  * command without npm in between, so signals reach the service itself) in a child process on a free port, waits
  * until it is ready, and stops it with a real signal.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { CHIME_CLI } from './build.ts';
+import { spawnChime } from './build.ts';
 import { eventually } from './eventually.ts';
 
 export type ChimeProcess = {
@@ -19,8 +19,6 @@ export type ChimeProcess = {
 };
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
-const ROOT = new URL('../..', import.meta.url).pathname;
-
 /** A TCP port free right now on 127.0.0.1. */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -42,24 +40,16 @@ export async function freePort(): Promise<number> {
  * @throws when the process exits or is not ready within 30 s (it is killed then), with its output
  */
 export async function startChime(env: Record<string, string>, args: string[] = ['serve']): Promise<ChimeProcess> {
-  // `node` itself, not a wrapper (npm, the tsx CLI) that would run the service in a child process: a SIGKILL sent to
-  // the wrapper would leave the real service running as an orphan.
-  const child = spawn(process.execPath, [CHIME_CLI, ...args], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      CHIME_ADMIN_TOKEN: ADMIN_TOKEN,
-      CHIME_ALLOW_PRIVATE_DESTINATIONS: 'true',
-      CHIME_LOG_LEVEL: 'info',
-      PORT: '0',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawnChime(args, {
+    CHIME_ADMIN_TOKEN: ADMIN_TOKEN,
+    CHIME_ALLOW_PRIVATE_DESTINATIONS: 'true',
+    CHIME_LOG_LEVEL: 'info',
+    PORT: '0',
+    ...env,
   });
   let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   let port = Number(env.PORT ?? 0);
   // Every role serves /readyz (a dispatcher-only process: /healthz, /readyz and /metrics).

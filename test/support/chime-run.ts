@@ -3,12 +3,10 @@
  * `startChime` does), for tests of start-up failures and of commands that exit (`keys rotate-jwt`, `migrate`), and a
  * hard kill of a running `chime` with everything it started.
  */
-import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { CHIME_CLI } from './build.ts';
+import { spawnChime } from './build.ts';
 import { ADMIN_TOKEN } from './chime-process.ts';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
 
 export type ChimeRun = {
   /** Exit code; null when ended by a signal (then `signal` is set). */
@@ -27,17 +25,11 @@ export type ChimeRun = {
  */
 export function runChime(env: Record<string, string>, args: string[], timeoutMs = 60_000): Promise<ChimeRun> {
   const started = Date.now();
-  const child = spawn(process.execPath, [CHIME_CLI, ...args], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      CHIME_ADMIN_TOKEN: ADMIN_TOKEN,
-      CHIME_ALLOW_PRIVATE_DESTINATIONS: 'true',
-      CHIME_LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawnChime(args, {
+    CHIME_ADMIN_TOKEN: ADMIN_TOKEN,
+    CHIME_ALLOW_PRIVATE_DESTINATIONS: 'true',
+    CHIME_LOG_LEVEL: 'warn',
+    ...env,
   });
   let stdout = '';
   let stderr = '';
