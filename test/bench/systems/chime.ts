@@ -1,9 +1,9 @@
 /**
  * Chime under the benchmark: the real service in child processes (`node dist/node/cli.mjs serve`, the build), an
- * `--role api` process for registration (rate limit and active-jobs quota off, as a bulk load needs) and a
+ * `--role api` process for registration (the per-tenant rate limit lifted so that one tenant can load the runs) and a
  * `--role dispatcher` process with Chime's defaults, on a fresh PostgreSQL database.
  */
-import { createServer } from 'node:net';
+import { freePort } from '../../support/chime-process.ts';
 import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
 import { CHIME_CLI, spawnNode, type NodeProcess } from './process.ts';
 import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchContext, type BenchSystem, type EnqueueResult, type SystemSpec, type Tally } from './types.ts';
@@ -22,18 +22,6 @@ function baseEnv(dbUrl: string): Record<string, string> {
     CHIME_ALLOW_PRIVATE_DESTINATIONS: 'true',
     CHIME_LOG_LEVEL: 'warn',
   };
-}
-
-/** A TCP port free right now on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** A job body (API.md "Jobs") whose one run is due at `dueAtMs` (at once when that is not in the future). */
