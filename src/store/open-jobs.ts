@@ -21,6 +21,7 @@ const MAX_TENANTS = 10_000;
 
 type Estimate = { counted: number; added: number; countedAtMs: number };
 
+/** The estimates of one process (one per store context), by tenant id; bounded to MAX_TENANTS tenants. */
 export class OpenJobsEstimates {
   private readonly byTenant = new Map<string, Estimate>();
 

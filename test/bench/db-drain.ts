@@ -123,12 +123,17 @@ async function main(): Promise<void> {
   const adminUrl = process.env.DATABASE_URL ?? process.env.TEST_DATABASE_URL;
   if (!adminUrl) throw new Error('set DATABASE_URL (or TEST_DATABASE_URL) to a PostgreSQL where databases may be created');
   const n = Number(values.runs);
+  const repeat = Number(values.repeat);
+  const deliverMs = Number(values['deliver-ms']);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--runs: a whole number of runs ≥ 1, not "${values.runs}"`);
+  if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat: a whole number ≥ 1, not "${values.repeat}"`);
+  if (!(deliverMs >= 0)) throw new Error(`--deliver-ms: milliseconds ≥ 0, not "${values['deliver-ms']}"`);
   const factory = new DatabaseFactory(adminUrl);
   const all: Figures[] = [];
   try {
     await factory.dropStale();
-    for (let i = 0; i < Number(values.repeat); i++) {
-      const f = await drainOnce(factory, n, Number(values['deliver-ms']));
+    for (let i = 0; i < repeat; i++) {
+      const f = await drainOnce(factory, n, deliverMs);
       all.push(f);
       console.log(`db-drain ${i + 1}: ${fmt(f)}`);
     }
