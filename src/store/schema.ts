@@ -127,7 +127,11 @@ export const runs = pgTable(
     // Invariant 2: one run per scheduled occurrence of a job.
     uniqueIndex('runs_occurrence_idx').on(t.jobId, t.scheduledFor).where(sql`${t.trigger} = 'schedule'`),
     index('runs_due_idx').on(t.nextAttemptAt).where(sql`${t.status} in ('scheduled', 'retrying')`),
-    index('runs_lease_idx').on(t.leaseExpiresAt).where(sql`${t.status} = 'running'`),
+    // The reaper's index: the runs holding a lease, which are exactly the `running` ones (every way out of `running`
+    // clears the lease). Its predicate names the lease, not the status, so that a statement that looks runs up by id
+    // and checks `status = 'running'` (finish, renew, unclaim) cannot pick it: with statistics missing or stale,
+    // PostgreSQL otherwise scanned every running run's entry (and the dead ones behind them) for each batch.
+    index('runs_lease_idx').on(t.leaseExpiresAt).where(sql`${t.leaseExpiresAt} is not null`),
     index('runs_job_idx').on(t.jobId, t.id),
     index('runs_tenant_failed_idx').on(t.tenantId, t.id).where(sql`${t.status} = 'failed'`),
   ],

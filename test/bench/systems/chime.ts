@@ -156,7 +156,7 @@ export class ChimeSystem implements BenchSystem {
     // Both counts use partial indexes (runs_due_idx, runs_lease_idx), whatever the size of the table.
     const [row] = await this.sql<{ n: number }[]>`
       select (select count(*) from runs where status in ('scheduled', 'retrying') and next_attempt_at < ${horizon})::int
-           + (select count(*) from runs where status = 'running')::int as n`;
+           + (select count(*) from runs where lease_expires_at is not null and status = 'running')::int as n`;
     return row!.n;
   }
 

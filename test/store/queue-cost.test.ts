@@ -1,0 +1,152 @@
+/**
+ * The hot path's statements do work in proportion to their batch, not to the queue, whatever the statistics. On a
+ * table never analyzed (a fresh database, or a burst of new runs before autovacuum's ANALYZE) PostgreSQL once planned
+ * the claim as a bitmap scan of every due run and a sort (each claim of 100 read the whole backlog: a drain was
+ * quadratic), and the finish as a scan of every running run's lease entry joined to every outcome (a batch squared).
+ * Each statement is run under EXPLAIN ANALYZE (in a transaction rolled back) and the work its plan did is counted.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { destinationOf } from '../../src/domain/destination.ts';
+import { query } from '../../src/store/db.ts';
+import { createJob } from '../../src/store/jobs.ts';
+import { CLAIM_PLANNER_SETTING, claimStatement } from '../../src/store/queue/claim-runs.ts';
+import { FINISH_PLANNER_SETTING, finishStatement, type AttemptOutcome } from '../../src/store/queue/finish-runs.ts';
+import { DATABASE_TARGETS } from '../support/databases.ts';
+import { T0, testJobSpec, type TestStore, useTestStore } from '../support/store.ts';
+
+/** A plan node of EXPLAIN (FORMAT JSON), as far as this test reads it. */
+type PlanNode = {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  'Rows Removed by Join Filter'?: number;
+  Plans?: PlanNode[];
+};
+
+/**
+ * The plan's work, in rows: those read from `runs` or its indexes (returned or filtered away) and the pairs a join
+ * compared and dropped, each times its node's loops.
+ */
+function planWork(node: PlanNode): number {
+  const read =
+    node['Relation Name'] === 'runs' || node['Index Name']?.startsWith('runs_')
+      ? node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)
+      : 0;
+  const own = (read + (node['Rows Removed by Join Filter'] ?? 0)) * node['Actual Loops'];
+  return own + (node.Plans ?? []).reduce((sum, p) => sum + planWork(p), 0);
+}
+
+const BACKLOG = 2_000;
+const LIMIT = 10;
+const BATCH = 200;
+
+class Rollback extends Error {}
+
+describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
+  let store: TestStore;
+  let tenantId: string;
+  useTestStore(target, (s, t) => {
+    store = s;
+    tenantId = t;
+  });
+
+  /**
+   * Adds `n` once-jobs calling `url`, each with a run due one ms after the last (from `firstDueMs`), in SQL, as a
+   * burst of registrations would leave them: no ANALYZE since.
+   */
+  async function addDueRuns(prefix: string, url: string, n: number, firstDueMs: number): Promise<void> {
+    const template = await createJob(store.ctx, tenantId, testJobSpec(T0, { callback: { url }, schedule: { type: 'once', at: new Date(T0 + 86_400_000).toISOString() } }), T0);
+    const db = store.database.db;
+    await db.execute(sql`insert into jobs (id, tenant_id, key, name, status, paused_reason, schedule, callback, auth_token_enc,
+        payload, retry, relevancy_window_ms, delivery_mode, overlap_policy, catch_up, jitter_ms, metadata, next_run_at,
+        last_run_at, created_at, updated_at)
+      select md5(${prefix} || 'j' || g)::uuid, tenant_id, null, name, status, paused_reason, schedule, callback, auth_token_enc,
+        payload, retry, relevancy_window_ms, delivery_mode, overlap_policy, catch_up, jitter_ms, metadata, next_run_at,
+        last_run_at, created_at, updated_at
+      from jobs t, generate_series(1, ${n}::int) g where t.id = ${template.id}`);
+    await db.execute(sql`insert into runs (id, tenant_id, job_id, scheduled_for, trigger, status, attempts, next_attempt_at, created_at)
+      select md5(${prefix} || 'r' || g)::uuid, ${tenantId}, md5(${prefix} || 'j' || g)::uuid,
+             to_timestamp((${firstDueMs}::bigint + g) / 1000.0), 'schedule', 'scheduled', 0,
+             to_timestamp((${firstDueMs}::bigint + g) / 1000.0), now()
+      from generate_series(1, ${n}::int) g`);
+  }
+
+  /**
+   * Runs `statement` under EXPLAIN ANALYZE (after `setting`, as its caller does), then rolls it back.
+   * @returns the plan's work (`planWork`) and the rows its top node returned
+   */
+  async function explain(statement: SQL, setting: SQL | null): Promise<{ work: number; rows: number }> {
+    let result: { work: number; rows: number } | undefined;
+    await store.database.db
+      .transaction(async (tx) => {
+        if (setting) await tx.execute(setting);
+        const [row] = await query<Record<string, unknown>>(tx, sql`explain (analyze, format json) ${statement}`);
+        const raw = Object.values(row!)[0];
+        const [{ Plan: plan }] = (typeof raw === 'string' ? JSON.parse(raw) : raw) as [{ Plan: PlanNode }];
+        result = { work: planWork(plan), rows: plan['Actual Rows'] };
+        throw new Rollback();
+      })
+      .catch((err) => {
+        if (!(err instanceof Rollback)) throw err;
+      });
+    return result!;
+  }
+
+  it(`a claim of ${LIMIT} reads about ${LIMIT} due runs, not the backlog of ${BACKLOG}`, async () => {
+    await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
+    const { work, rows } = await explain(claimStatement({ owner: 'D', limit: LIMIT, nowMs: T0, leaseMarginMs: 1 }), CLAIM_PLANNER_SETTING);
+    expect(rows).toBe(LIMIT);
+    // The due index's first LIMIT entries and the LIMIT runs updated through the primary key.
+    expect(work).toBeLessThanOrEqual(4 * LIMIT);
+  });
+
+  it('a claim past a saturated destination reads at most its window, not the backlog times the window', async () => {
+    await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
+    await addDueRuns('b', 'http://b.example/hook', BACKLOG / 4, T0 - 2 * BACKLOG);
+    const claim = claimStatement({
+      owner: 'D',
+      limit: LIMIT,
+      nowMs: T0,
+      leaseMarginMs: 1,
+      skipDestinations: [destinationOf('http://a.example/hook')],
+    });
+    const { work, rows } = await explain(claim, CLAIM_PLANNER_SETTING);
+    expect(rows).toBe(LIMIT);
+    // The window's bound read on the due index (here every due run), then the index walked past the skipped runs to
+    // the first LIMIT others: linear in the window.
+    const due = BACKLOG + BACKLOG / 4;
+    expect(work).toBeLessThanOrEqual(2 * due + 2 * LIMIT);
+  });
+
+  it(`a finish of ${BATCH} outcomes joins each to its run once, not to each of the ${BACKLOG} running runs`, async () => {
+    await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
+    // Every run claimed by D (a dispatcher with a deep per-destination queue), as a claim leaves them.
+    await store.database.db.execute(sql`update runs set status = 'running', lease_owner = 'D', attempts = 1, next_attempt_at = null,
+      lease_expires_at = ${new Date(T0 + 60_000).toISOString()}::timestamptz where next_attempt_at <= ${new Date(T0).toISOString()}::timestamptz`);
+    const ids = await query<{ id: string; job_id: string }>(store.database.db, sql`select id, job_id from runs where status = 'running' order by id limit ${BATCH}`);
+    const outcomes: AttemptOutcome[] = ids.map((r) => ({
+      runId: r.id,
+      jobId: r.job_id,
+      attempt: 1,
+      startedAtMs: T0,
+      finishedAtMs: T0 + 5,
+      responseStatus: 200,
+      responseBodyExcerpt: null,
+      errorClass: null,
+      error: null,
+      runStatus: 'succeeded',
+      nextAttemptAtMs: null,
+      pauseReason: null,
+    }));
+    const { work, rows } = await explain(finishStatement('D', outcomes), FINISH_PLANNER_SETTING);
+    expect(rows).toBe(BATCH);
+    // Linear: the runs read once (by primary key, or in one pass on a table this small) and hashed against the
+    // outcomes. The nested loop it replaces compared every run read with every outcome: BACKLOG × BATCH.
+    expect(work).toBeLessThanOrEqual(2 * (BACKLOG + BATCH));
+  });
+});
