@@ -61,9 +61,9 @@ export async function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome
  * returning the ids of the runs updated. Run it after FINISH_PLANNER_SETTING; exported for the plan's test.
  */
 export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
+  const ids = `{${outcomes.map((o) => o.runId).join(',')}}`;
   // One row per outcome serves both the run update and the attempt log; times travel as epoch ms (to_timestamp is
   // cheaper than parsing timestamp text, and so is writing a number than toISOString).
-  const ids = `{${outcomes.map((o) => o.runId).join(',')}}`;
   const rows = JSON.stringify(
     outcomes.map((o) => ({
       id: o.runId,
