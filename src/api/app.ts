@@ -4,7 +4,6 @@
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { swaggerUI } from '@hono/swagger-ui';
-import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { Context, MiddlewareHandler } from 'hono';
 import { sql } from 'drizzle-orm';
@@ -14,6 +13,7 @@ import { publicJwks } from '../store/jwt-keys.ts';
 import type { AppDeps, AppEnv } from './env.ts';
 import { ApiError, problemResponse, type FieldError } from './problems.ts';
 import { jsonGuard } from './json-guard.ts';
+import { limitBody } from './body-limit.ts';
 import { rateLimit, TokenBuckets } from './rate-limit.ts';
 import { batchRoutes } from './routes/batch.ts';
 import { compatRoutes } from './routes/compat.ts';
@@ -28,6 +28,8 @@ import { bearer, signupRoutes, tenantRoutes } from './routes/tenants.ts';
 export const MAX_BODY_BYTES = 64 * 1024;
 /** Largest body of `POST /v1/jobs/batch`, in bytes. */
 export const MAX_BATCH_BODY_BYTES = 1024 * 1024;
+/** The one route whose body may be MAX_BATCH_BODY_BYTES. */
+const BATCH_PATH = '/v1/jobs/batch';
 
 /** Builds the app over `deps`; nothing global, so tests can build as many as they like. */
 export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
@@ -49,24 +51,13 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   });
   app.use(
     '*',
-    bodyLimit({
-      maxSize: MAX_BATCH_BODY_BYTES,
-      onError: () => {
-        throw new ApiError('payload_too_large', `request bodies are limited to ${MAX_BODY_BYTES} bytes (${MAX_BATCH_BODY_BYTES} for batches)`);
+    limitBody(
+      (c) => (c.req.path === BATCH_PATH ? MAX_BATCH_BODY_BYTES : MAX_BODY_BYTES),
+      (c, max) => {
+        throw new ApiError('payload_too_large', `${c.req.path === BATCH_PATH ? 'batch ' : ''}request bodies are limited to ${max} bytes`);
       },
-    }),
+    ),
   );
-  app.use('*', async (c, next) => {
-    if (c.req.path !== '/v1/jobs/batch') {
-      return bodyLimit({
-        maxSize: MAX_BODY_BYTES,
-        onError: () => {
-          throw new ApiError('payload_too_large', `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
-        },
-      })(c, next);
-    }
-    await next();
-  });
 
   // Operations: no tenant auth.
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
@@ -108,7 +99,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   for (const path of ['/v1/*', '/jobs/*']) {
     app.use(path, requireApiKey);
     if (buckets) app.use(path, rateLimit(buckets, deps.store.clock));
-    app.use(path, jsonGuard({ except: ['/v1/jobs/batch'] })); // the batch route checks each job on its own
+    app.use(path, jsonGuard({ except: [BATCH_PATH] })); // the batch route checks each job on its own
   }
   app.route('/', tenantRoutes());
   app.route('/', batchRoutes());

@@ -9,6 +9,7 @@
  */
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from './env.ts';
+import { declaredBodyLength } from './body-limit.ts';
 import { validationError, type FieldError } from './problems.ts';
 
 /** Deepest nesting of arrays and objects accepted in a request body (the body itself is depth 1). */
@@ -74,7 +75,8 @@ export function jsonGuard(opts: { except?: readonly string[] } = {}): Middleware
     if (except.has(c.req.path)) return next();
     // The media type test of Hono's JSON validator, so exactly the bodies routes will read are checked.
     const mediaType = (c.req.header('content-type') ?? '').split(';')[0]!.trim();
-    if (c.req.raw.body && /^application\/([\w.-]+\+)?json$/i.test(mediaType)) {
+    // By the headers, not `c.req.raw.body`, which would make @hono/node-server build a full Request (body-limit.ts).
+    if (declaredBodyLength(c) !== 'none' && /^application\/([\w.-]+\+)?json$/i.test(mediaType)) {
       let body: unknown;
       let parsed = false;
       try {

@@ -3,6 +3,7 @@
  * `DatabaseTarget` (PGlite in a temp dir, or a new PostgreSQL database on TEST_DATABASE_URL) for tests that must
  * pass on both. For fast HTTP-level tests of validation, problem details, isolation and limits.
  */
+import { serve, type ServerType } from '@hono/node-server';
 import { createApp } from '../../src/api/app.ts';
 import type { AppConfig } from '../../src/api/env.ts';
 import { systemClock, type Clock } from '../../src/domain/clock.ts';
@@ -35,6 +36,12 @@ export type TestApp = {
    * `config` overrides this app's configuration. Closed by `close()`.
    */
   another(config?: Partial<AppConfig>): Promise<{ fetch: Fetch }>;
+  /**
+   * Serves this app over real HTTP on 127.0.0.1 through @hono/node-server, the adapter `chime serve` uses (its
+   * lightweight requests and direct body reads are not what `app.request` exercises).
+   * @returns the base URL (`http://127.0.0.1:<port>`); the server is closed by `close()`
+   */
+  listen(): Promise<string>;
   close(): Promise<void>;
 };
 
@@ -88,13 +95,23 @@ export async function startTestApp(config: Partial<AppConfig> = {}, clockOrOptio
     return { app, fetch: ((input, init) => Promise.resolve(app.request(input, init))) as Fetch };
   };
   const { app, fetch: fetchFn } = build(database, {});
+  const servers: ServerType[] = [];
   return {
     fetch: fetchFn,
     routes: app.routes.map((r) => ({ method: r.method, path: r.path })),
     database,
     tenant: (name = 'tenant') => createTestTenant(TEST_APP_URL, name, fetchFn),
     another: async (overrides = {}) => ({ fetch: build(openAnother(), overrides).fetch }),
-    close: closeAll,
+    listen: () =>
+      new Promise((resolve) => {
+        const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(`http://127.0.0.1:${info.port}`));
+        servers.push(server);
+      }),
+    async close() {
+      // Keep-alive connections of the clients would hold close() open until they time out.
+      await Promise.all(servers.map((s) => new Promise((r) => (s.close(r), 'closeAllConnections' in s && s.closeAllConnections()))));
+      await closeAll();
+    },
   };
 }
 
