@@ -1,5 +1,6 @@
 /** API keys: created, listed, revoked per tenant; authenticated by prefix lookup and constant-time hash compare. */
-import { and, desc, eq, isNull } from 'drizzle-orm';
+import { and, desc, eq, isNull, sql } from 'drizzle-orm';
+import type { Executor } from './db.ts';
 import type { StoreContext } from './context.ts';
 import { apiKeyPrefix, generateApiKey, sha256Hex, timingSafeEqualStrings } from './credentials.ts';
 import { newId } from '../domain/ids.ts';
@@ -64,6 +65,28 @@ export async function revokeApiKey(ctx: StoreContext, tenantId: string, keyId: s
   return rows.length > 0;
 }
 
+/** The lookup of every authenticated request, built once per database handle (drizzle's prepared query). */
+const keyByPrefixQueries = new WeakMap<Executor, ReturnType<typeof buildKeyByPrefix>>();
+
+function buildKeyByPrefix(db: Executor) {
+  return db
+    .select()
+    .from(apiKeys)
+    .where(eq(apiKeys.prefix, sql.placeholder('prefix')))
+    .prepare('api_key_by_prefix');
+}
+
+/**
+ * The prepared `select … from api_keys where prefix = $1`: the query builder's work (building the SQL text and
+ * selection on every call, ~8 % of a `POST /v1/jobs`'s CPU in the API) is done once per handle; only the values and
+ * the row mapping remain per request.
+ */
+function keyByPrefix(db: Executor) {
+  let q = keyByPrefixQueries.get(db);
+  if (!q) keyByPrefixQueries.set(db, (q = buildKeyByPrefix(db)));
+  return q;
+}
+
 /**
  * Finds the tenant a presented key belongs to: prefix lookup, then a constant-time comparison of SHA-256 hashes.
  * @returns the tenant id and key id, or null for an unknown, revoked or expired key
@@ -75,7 +98,7 @@ export async function authenticateApiKey(
   const prefix = apiKeyPrefix(presented);
   if (!prefix) return null;
   const hash = sha256Hex(presented);
-  const [row] = await ctx.db.select().from(apiKeys).where(eq(apiKeys.prefix, prefix));
+  const [row] = await keyByPrefix(ctx.db).execute({ prefix });
   if (!row || !timingSafeEqualStrings(row.keyHash, hash) || row.revokedAt) return null;
   const now = ctx.clock.now();
   if (row.expiresAt && row.expiresAt.getTime() <= now) return null;
