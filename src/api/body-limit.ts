@@ -4,7 +4,7 @@
  * Hono's `bodyLimit` starts by reading `c.req.raw.body`. On Node, @hono/node-server hands the app a lightweight
  * request that reads its body straight off the socket for `text()`/`json()`; touching `.body` instead builds a full
  * WHATWG Request (an AbortController, `Readable.toWeb`, a ReadableStream) and sends every later read through web
- * streams. That cost a tenth of the API's CPU per `POST /v1/jobs`. A body with a Content-Length and no
+ * streams: about a seventh of the API's CPU per `POST /v1/jobs`. A body with a Content-Length and no
  * Transfer-Encoding is exactly that long (RFC 9112 §6.3; Node's HTTP parser holds the client to it), so the header
  * decides; only a body of undeclared length (chunked) is counted as it is read, by Hono's `bodyLimit`.
  */

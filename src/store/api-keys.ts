@@ -78,7 +78,7 @@ function buildKeyByPrefix(db: Executor) {
 
 /**
  * The prepared `select … from api_keys where prefix = $1`: the query builder's work (building the SQL text and
- * selection on every call, ~8 % of a `POST /v1/jobs`'s CPU in the API) is done once per handle; only the values and
+ * selection on every call, 5–8 % of a `POST /v1/jobs`'s CPU in the API) is done once per handle; only the values and
  * the row mapping remain per request.
  */
 function keyByPrefix(db: Executor) {
