@@ -215,7 +215,8 @@ async function insertJobsAndRuns(
              v.next_attempt_at, ${nowIso}::timestamptz
       from jsonb_to_recordset(${JSON.stringify(runRows)}::jsonb)
            as v(id uuid, job_id uuid, scheduled_for timestamptz, next_attempt_at timestamptz)
-      -- Only after the jobs exist (the foreign key), in the same statement.
+      -- Only runs of the jobs this statement makes: the check a foreign key would make per row (runs have none,
+      -- see schema.ts), as one hash join.
       where exists (select 1 from new_jobs where new_jobs.id = v.job_id))
     select case when ${notify}::text is not null then pg_notify(${RUNS_CHANNEL}, ${notify}::text) end`);
 }

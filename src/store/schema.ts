@@ -70,11 +70,20 @@ export const jwtKeys = pgTable('jwt_keys', {
   retiredAt: tz('retired_at'),
 });
 
+/**
+ * Jobs, and their runs below, carry no foreign key (jobs to tenants, runs to jobs): registration writes a job and its
+ * first run per job, and the check a foreign key makes on each inserted row (a lookup and a KEY SHARE lock of the
+ * parent, one per row) measured ~33 µs per job, half of PostgreSQL's cost of a 1,000-job batch. Every insert already
+ * has its parent: jobs are made for the authenticated tenant, a job's first run in the statement that makes the job
+ * (`insertJobsAndRuns` checks it exists), later runs in the transaction that locks or claims their job; and Chime
+ * deletes neither jobs nor tenants. Deleting them by hand still cascades, through the statement triggers
+ * `tenants_delete_jobs` and `jobs_delete_runs` (drizzle/0006_jobs_runs_without_fk.sql), as ON DELETE CASCADE did.
+ */
 export const jobs = pgTable(
   'jobs',
   {
     id: uuid('id').primaryKey(),
-    tenantId: uuid('tenant_id').notNull().references(() => tenants.id, { onDelete: 'cascade' }),
+    tenantId: uuid('tenant_id').notNull(),
     key: text('key'),
     name: text('name'),
     status: text('status').notNull(),
@@ -109,7 +118,8 @@ export const runs = pgTable(
   {
     id: uuid('id').primaryKey(),
     tenantId: uuid('tenant_id').notNull(),
-    jobId: uuid('job_id').notNull().references(() => jobs.id, { onDelete: 'cascade' }),
+    /** The job (no foreign key: see `jobs`). */
+    jobId: uuid('job_id').notNull(),
     scheduledFor: tz('scheduled_for').notNull(),
     trigger: text('trigger').notNull(),
     status: text('status').notNull(),

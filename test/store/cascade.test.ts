@@ -1,0 +1,67 @@
+/**
+ * Jobs, runs and attempts carry no foreign keys (the registration and finish hot paths; schema.ts): deleting a tenant
+ * or a job by hand must still take everything under it, as ON DELETE CASCADE did, through the statement triggers of
+ * drizzle/0004 and 0006, and leave every other tenant's rows alone.
+ */
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { createJob } from '../../src/store/jobs.ts';
+import { query } from '../../src/store/db.ts';
+import { DATABASE_TARGETS } from '../support/databases.ts';
+import { createTestTenantIn, T0, testJobSpec, useTestStore, type TestStore } from '../support/store.ts';
+
+describe.each(DATABASE_TARGETS)('deleting tenants and jobs on $kind', (target) => {
+  let store: TestStore;
+  let tenantId: string;
+
+  useTestStore(target, (s, t) => {
+    store = s;
+    tenantId = t;
+  });
+
+  /** A job of `tenant` with its first run and one attempt of that run. */
+  async function jobWithAttempt(tenant: string): Promise<{ jobId: string; runId: string }> {
+    const job = await createJob(store.ctx, tenant, testJobSpec(T0), T0);
+    const [run] = await query<{ id: string }>(store.database.db, sql`select id from runs where job_id = ${job.id}`);
+    await store.database.db.execute(sql`insert into attempts (run_id, attempt, started_at) values (${run!.id}, 1, ${new Date(T0).toISOString()}::timestamptz)`);
+    return { jobId: job.id, runId: run!.id };
+  }
+  const counts = async (tenant: string) => {
+    const [row] = await query<{ jobs: number; runs: number; attempts: number }>(
+      store.database.db,
+      sql`select (select count(*)::int from jobs where tenant_id = ${tenant}) as jobs,
+                 (select count(*)::int from runs where tenant_id = ${tenant}) as runs,
+                 (select count(*)::int from attempts a join runs r on r.id = a.run_id where r.tenant_id = ${tenant}) as attempts`,
+    );
+    return row!;
+  };
+
+  it('deleting jobs deletes their runs and attempts, and nothing else', async () => {
+    const gone = await jobWithAttempt(tenantId);
+    const kept = await jobWithAttempt(tenantId);
+    await store.database.db.execute(sql`delete from jobs where id = ${gone.jobId}`);
+    expect(await counts(tenantId)).toEqual({ jobs: 1, runs: 1, attempts: 1 });
+    const [orphans] = await query<{ n: number }>(
+      store.database.db,
+      sql`select (select count(*)::int from runs where job_id = ${gone.jobId}) + (select count(*)::int from attempts where run_id = ${gone.runId}) as n`,
+    );
+    expect(orphans!.n).toBe(0);
+    const [left] = await query<{ id: string }>(store.database.db, sql`select id from runs where job_id = ${kept.jobId}`);
+    expect(left!.id).toBe(kept.runId);
+  });
+
+  it("deleting a tenant deletes its jobs, runs and attempts, and leaves another tenant's alone", async () => {
+    const other = await createTestTenantIn(store.ctx, 'other');
+    await jobWithAttempt(tenantId);
+    await jobWithAttempt(other);
+    await jobWithAttempt(other);
+    await store.database.db.execute(sql`delete from tenants where id = ${other}`);
+    expect(await counts(other)).toEqual({ jobs: 0, runs: 0, attempts: 0 });
+    const [orphanAttempts] = await query<{ n: number }>(
+      store.database.db,
+      sql`select count(*)::int as n from attempts a where not exists (select 1 from runs r where r.id = a.run_id)`,
+    );
+    expect(orphanAttempts!.n).toBe(0);
+    expect((await counts(tenantId)).jobs).toBeGreaterThanOrEqual(1);
+  });
+});
