@@ -82,7 +82,7 @@ export async function updateJob(
       (!pausing && !staysPaused && (changes.replace === true || changes.schedule !== undefined || changes.jitterMs !== undefined));
     await tx.update(jobs).set(set).where(eq(jobs.id, jobId));
     if (pausing) {
-      await pauseJobs(tx as unknown as Db, JSON.stringify([{ id: jobId, reason: 'paused through the API' }]), nowIso);
+      await pauseJobs(tx, JSON.stringify([{ id: jobId, reason: 'paused through the API' }]), nowIso);
     } else if (replan) {
       const schedule = (changes.schedule ?? job.schedule) as JobSpec['schedule'];
       const jitterMs = changes.jitterMs ?? job.jitterMs;

@@ -108,8 +108,14 @@ export async function startTestApp(config: Partial<AppConfig> = {}, clockOrOptio
         servers.push(server);
       }),
     async close() {
-      // Keep-alive connections of the clients would hold close() open until they time out.
-      await Promise.all(servers.map((s) => new Promise((r) => (s.close(r), 'closeAllConnections' in s && s.closeAllConnections()))));
+      await Promise.all(
+        servers.map((s) => {
+          const closed = new Promise((r) => s.close(r));
+          // Keep-alive connections of the clients would hold close() open until they time out.
+          if ('closeAllConnections' in s) s.closeAllConnections();
+          return closed;
+        }),
+      );
       await closeAll();
     },
   };

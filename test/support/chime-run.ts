@@ -7,7 +7,6 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { spawnChime } from './build.ts';
 import { ADMIN_TOKEN } from './chime-process.ts';
 
-
 export type ChimeRun = {
   /** Exit code; null when ended by a signal (then `signal` is set). */
   code: number | null;

@@ -10,7 +10,7 @@
 import { sql } from 'drizzle-orm';
 import type { RunStatus } from '../../domain/states.ts';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
-import { query, type Db } from '../db.ts';
+import { query, type Db, type Executor } from '../db.ts';
 
 /** One finished attempt and what it means for its run. Times are epoch ms. */
 export type AttemptOutcome = {
@@ -50,7 +50,7 @@ export async function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome
     await tx.execute(FINISH_PLANNER_SETTING);
     const held = await query<{ id: string }>(tx, finishStatement(owner, outcomes));
     if (pauses.length > 0) {
-      await pauseJobs(tx as unknown as Db, JSON.stringify(pauses), new Date(outcomes[0]!.finishedAtMs).toISOString());
+      await pauseJobs(tx, JSON.stringify(pauses), new Date(outcomes[0]!.finishedAtMs).toISOString());
     }
     return new Set(held.map((h) => h.id));
   });
@@ -111,9 +111,10 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
 
 /**
  * Pauses active jobs (`[{ id, reason }]` as JSON) and cancels their runs that have not started.
- * Shared by the 410-Gone path and `PATCH { paused: true }`.
+ * Shared by the 410-Gone path and `PATCH { paused: true }`. Run it in the caller's transaction (`db` may be one).
+ * @param nowIso the pause's time, ISO 8601 UTC: the jobs' `updated_at` and the canceled runs' `finished_at`
  */
-export async function pauseJobs(db: Db, jobsJson: string, nowIso: string): Promise<void> {
+export async function pauseJobs(db: Executor, jobsJson: string, nowIso: string): Promise<void> {
   await db.execute(sql`update jobs j set status = 'paused', paused_reason = v.reason, next_run_at = null, updated_at = ${nowIso}::timestamptz
     from jsonb_to_recordset(${jobsJson}::jsonb) as v(id uuid, reason text)
     where j.id = v.id and j.status = 'active'`);
