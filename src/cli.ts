@@ -23,6 +23,7 @@ import { resolvePublicHost } from './dispatch/guard.ts';
 import { createNodeJwtSigner } from './dispatch/jwt-node.ts';
 import { createKeyring } from './dispatch/keyring.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
+import { tuneHeap } from './heap-tuning.ts';
 import { CipherError } from './store/cipher.ts';
 import { ensureJwtKey, JWKS_GRACE_MS, rotateJwtKey } from './store/jwt-keys.ts';
 import { createTenant } from './store/tenants.ts';
@@ -114,6 +115,7 @@ function usage(problem?: string): number {
 }
 
 async function serve(config: Config, role: (typeof ROLES)[number]): Promise<number> {
+  tuneHeap();
   const logger = pino({ level: config.logLevel, base: { service: 'chime', role } });
   const rt = await openRuntime(config, { poolSize: role === 'api' ? 10 : 20 });
   // Opening the signing key proves the encryption key is the one the data was sealed with. On a mismatch the
