@@ -13,6 +13,12 @@ export const BENCH_ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
 export const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789';
 /** Batch requests in flight at once while loading. */
 const BATCH_CONCURRENCY = 2;
+/**
+ * Future jobs per tenant in the scale workload. The future rows are other tenants' long-lived schedules, each tenant
+ * well under the default active-jobs quota (CHIME_MAX_ACTIVE_JOBS, 100,000): were they the bench tenant's, its own
+ * registrations of the runs to drain would be refused (409 quota_exceeded) from 100,000 future rows on.
+ */
+const FUTURE_JOBS_PER_TENANT = 10_000;
 
 /** Environment every Chime process of the bench gets. */
 function baseEnv(dbUrl: string): Record<string, string> {
@@ -178,16 +184,25 @@ export class ChimeSystem implements BenchSystem {
     if (tpl.status !== 201) throw new Error(`template job refused: ${tpl.status} ${JSON.stringify(tpl.body)}`);
     const jobId = tpl.body.jobId as string;
     const at = `(to_timestamp(${base / 1000}) + g * interval '1 second')`;
+    // Tenants 1..N, copies of the bench tenant; future job g belongs to tenant 1 + (g - 1) / FUTURE_JOBS_PER_TENANT.
+    const [{ tenant_id: benchTenant } = { tenant_id: '' }] = await this.sql<{ tenant_id: string }[]>`select tenant_id from jobs where id = ${jobId}`;
+    await cloneRows(this.sql, { schema: 'public', name: 'tenants' }, `t.id = '${benchTenant}'`, {
+      id: `md5('t' || g)::uuid`,
+      name: `'future-' || g`,
+    }, 1, Math.ceil(count / FUTURE_JOBS_PER_TENANT));
+    const tenantOf = `md5('t' || (1 + (g - 1) / ${FUTURE_JOBS_PER_TENANT}))::uuid`;
     for (let from = 1; from <= count; from += FUTURE_CHUNK) {
       const to = Math.min(count, from + FUTURE_CHUNK - 1);
       await cloneRows(this.sql, { schema: 'public', name: 'jobs' }, `t.id = '${jobId}'`, {
         id: `md5('j' || g)::uuid`,
+        tenant_id: tenantOf,
         next_run_at: at,
         created_at: 'now()',
         updated_at: 'now()',
       }, from, to);
       await cloneRows(this.sql, { schema: 'public', name: 'runs' }, `t.job_id = '${jobId}'`, {
         id: `md5('r' || g)::uuid`,
+        tenant_id: tenantOf,
         job_id: `md5('j' || g)::uuid`,
         scheduled_for: at,
         next_attempt_at: at,
