@@ -144,3 +144,35 @@ describe('POST /v1/jobs validation', () => {
     expect((await wrong.post('/v1/tenants', { name: 'x' })).status).toBe(401);
   });
 });
+
+describe('host names of callback URLs (private destinations refused)', () => {
+  let app: TestApp;
+  const lookups: string[] = [];
+  beforeAll(async () => {
+    app = await startTestApp(
+      { allowPrivateDestinations: false },
+      {
+        resolveHost: async (host) => {
+          lookups.push(host);
+          return host === 'internal.example' ? { ok: false, reason: 'resolves to a private address (10.0.0.1)' } : { ok: true };
+        },
+      },
+    );
+  });
+  afterAll(() => app.close());
+
+  it('a batch looks each host up once and still answers each job on its own', async () => {
+    const t = await app.tenant('hosts');
+    const job = (host: string) => ({ schedule: { type: 'delay', delayMs: 60_000 }, callback: { url: `https://${host}/hook` } });
+    const hosts = ['a.example', 'internal.example', 'a.example', 'b.example', 'internal.example', 'a.example'];
+    lookups.length = 0;
+    const r = await t.api.post('/v1/jobs/batch', { jobs: hosts.map(job) });
+    expect(r.status).toBe(200);
+    expect(r.body.results.map((x: { status: number }) => x.status)).toEqual([201, 400, 201, 201, 400, 201]);
+    expect(r.body.results[1].problem.errors).toEqual([{ path: 'callback.url', message: 'resolves to a private address (10.0.0.1)' }]);
+    expect(lookups.sort()).toEqual(['a.example', 'b.example', 'internal.example']);
+    // A later request looks again: the check is of the host's addresses at registration.
+    expect((await t.api.post('/v1/jobs', job('a.example'))).status).toBe(201);
+    expect(lookups.filter((h) => h === 'a.example')).toHaveLength(2);
+  });
+});

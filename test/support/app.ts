@@ -5,7 +5,7 @@
  */
 import { serve, type ServerType } from '@hono/node-server';
 import { createApp } from '../../src/api/app.ts';
-import type { AppConfig } from '../../src/api/env.ts';
+import type { AppConfig, ResolveHost } from '../../src/api/env.ts';
 import { systemClock, type Clock } from '../../src/domain/clock.ts';
 import { createCipher } from '../../src/store/cipher.ts';
 import { sql } from 'drizzle-orm';
@@ -50,6 +50,8 @@ export type TestAppOptions = {
   target?: DatabaseTarget;
   clock?: Clock;
   onUnexpectedError?: (err: unknown) => void;
+  /** The host-name check of callback URLs (`chime serve` passes a DNS lookup; default none). */
+  resolveHost?: ResolveHost;
 };
 
 /** The configuration tests run with unless they override it: admin token set, private destinations allowed, no limits. */
@@ -91,6 +93,7 @@ export async function startTestApp(config: Partial<AppConfig> = {}, clockOrOptio
       database: db,
       config: { ...TEST_APP_CONFIG, ...config, ...overrides },
       onUnexpectedError: opts.onUnexpectedError,
+      resolveHost: opts.resolveHost,
     });
     return { app, fetch: ((input, init) => Promise.resolve(app.request(input, init))) as Fetch };
   };

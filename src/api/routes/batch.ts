@@ -9,7 +9,7 @@ import { activeJobsRoom, insertJobs, QuotaExceededError } from '../../store/jobs
 import { and, eq, inArray } from 'drizzle-orm';
 import { jobs } from '../../store/schema.ts';
 import type { AppEnv } from '../env.ts';
-import { toJobSpec } from '../job-input.ts';
+import { resolveOncePerHost, toJobSpec } from '../job-input.ts';
 import { unstorableFields } from '../json-guard.ts';
 import { ApiError, problemBody } from '../problems.ts';
 import { JobBodySchema, JobSchema, ProblemSchema } from '../schemas.ts';
@@ -41,6 +41,7 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
     }),
     async (c) => {
       const deps = c.var.deps;
+      const itemDeps = deps.resolveHost ? { ...deps, resolveHost: resolveOncePerHost(deps.resolveHost) } : deps;
       const tenantId = c.var.tenantId;
       const items = c.req.valid('json').jobs;
       const now = deps.store.clock.now();
@@ -60,7 +61,7 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
           continue;
         }
         try {
-          const spec = await toJobSpec(parsed.data, deps, now);
+          const spec = await toJobSpec(parsed.data, itemDeps, now);
           if (spec.key !== null && keys.has(spec.key)) {
             results[index] = { status: 409, problem: problem('conflict', `key "${spec.key}" appears twice in this batch`) };
             continue;
