@@ -16,7 +16,7 @@
  */
 import { setFlagsFromString } from 'node:v8';
 
-/** The old generation's growing factor the service runs with, in percent over the live size (V8 `--heap-growing-percent`). */
+/** The old generation's growing factor of a dispatcher process, in percent over the live size (V8 `--heap-growing-percent`). */
 export const HEAP_GROWING_PERCENT = 60;
 
 const FLAG = /^--heap[-_]growing[-_]percent(=|$)/;

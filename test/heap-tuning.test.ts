@@ -8,7 +8,8 @@ const MODULE = new URL('../src/heap-tuning.ts', import.meta.url).href;
 
 /**
  * A child process that churns objects living a while (a ring of the 50,000 latest, as a dispatcher's runs live across
- * scavenges and die old) and prints its peak used heap in MiB; `tune` calls tuneHeap() first, as `chime serve` does.
+ * scavenges and die old) and prints its peak used heap in MiB; `tune` calls tuneHeap() first, as `chime serve` does
+ * where a dispatcher runs.
  */
 async function peakHeapMiB(tune: boolean): Promise<number> {
   const script = `
