@@ -42,6 +42,8 @@ export class ChimeSystem implements BenchSystem {
   private sql: Sql;
   apiUrl = '';
   apiKey = '';
+  /** The bench tenant's id (from its creation). */
+  tenantId = '';
 
   private constructor(
     readonly spec: SystemSpec,
@@ -101,9 +103,10 @@ export class ChimeSystem implements BenchSystem {
       headers: { 'content-type': 'application/json', authorization: `Bearer ${BENCH_ADMIN_TOKEN}` },
       body: JSON.stringify({ name: 'bench' }),
     });
-    const body = (await res.json()) as { apiKey: string };
+    const body = (await res.json()) as { apiKey: string; tenant: { tenantId: string } };
     if (res.status !== 201) throw new Error(`tenant creation failed: ${res.status} ${JSON.stringify(body)}`);
     this.apiKey = body.apiKey;
+    this.tenantId = body.tenant.tenantId;
   }
 
   /** `POST` to the API with the tenant's key; returns status and parsed body. */
@@ -185,11 +188,12 @@ export class ChimeSystem implements BenchSystem {
     const jobId = tpl.body.jobId as string;
     const at = `(to_timestamp(${base / 1000}) + g * interval '1 second')`;
     // Tenants 1..N, copies of the bench tenant; future job g belongs to tenant 1 + (g - 1) / FUTURE_JOBS_PER_TENANT.
-    const [{ tenant_id: benchTenant } = { tenant_id: '' }] = await this.sql<{ tenant_id: string }[]>`select tenant_id from jobs where id = ${jobId}`;
-    await cloneRows(this.sql, { schema: 'public', name: 'tenants' }, `t.id = '${benchTenant}'`, {
+    const tenants = Math.ceil(count / FUTURE_JOBS_PER_TENANT);
+    const cloned = await cloneRows(this.sql, { schema: 'public', name: 'tenants' }, `t.id = '${this.tenantId}'`, {
       id: `md5('t' || g)::uuid`,
       name: `'future-' || g`,
-    }, 1, Math.ceil(count / FUTURE_JOBS_PER_TENANT));
+    }, 1, tenants);
+    if (cloned !== tenants) throw new Error(`copied the bench tenant ${cloned} times, not ${tenants}: no tenant ${this.tenantId}`);
     const tenantOf = `md5('t' || (1 + (g - 1) / ${FUTURE_JOBS_PER_TENANT}))::uuid`;
     for (let from = 1; from <= count; from += FUTURE_CHUNK) {
       const to = Math.min(count, from + FUTURE_CHUNK - 1);
