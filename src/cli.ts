@@ -115,8 +115,7 @@ function usage(problem?: string): number {
 }
 
 async function serve(config: Config, role: (typeof ROLES)[number]): Promise<number> {
-  // The dispatcher's heap setting; an API process holds a batch's objects across its database round trip, and there
-  // the same setting cost ~12 % more CPU per 1,000-job batch (heap-tuning.ts).
+  // A dispatcher's heap setting; an API-only process keeps V8's default (heap-tuning.ts says why).
   if (role !== 'api') tuneHeap();
   const logger = pino({ level: config.logLevel, base: { service: 'chime', role } });
   const rt = await openRuntime(config, { poolSize: role === 'api' ? 10 : 20 });
