@@ -47,6 +47,7 @@ export async function validateCallback(
  * `resolve` with one lookup per host name: for the jobs of one request (`POST /v1/jobs/batch`), which mostly share a
  * few hosts. Without it a batch of 1,000 jobs to one host made 1,000 DNS lookups on libuv's thread pool (4 threads).
  * Per request only: a later request looks again, as the registration check is of the host's addresses now.
+ * @returns a ResolveHost whose calls for one host name share the first call's promise (its answer, or its rejection)
  */
 export function resolveOncePerHost(resolve: ResolveHost): ResolveHost {
   const byHost = new Map<string, ReturnType<ResolveHost>>();
