@@ -83,6 +83,8 @@ export function decideAfterAttempt(
     error: why,
     pauseReason,
   });
+  // The guard refuses by the address itself, so every retry would be refused the same way (API.md: it fails the run).
+  if (errorClass === ERROR_CLASS.refusedDestination) return end('failed', `${error}; not retried: the destination is refused`);
   if (result.kind === 'response' && result.status === GONE) {
     return end('failed', `${error}: the receiver asked for no more callbacks`, 'the receiver answered 410 Gone');
   }

@@ -163,6 +163,35 @@ describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
     }
   });
 
+  it('fails a run at once when the destination is refused at delivery (no retries, refused_destination)', async () => {
+    // Made while private destinations were allowed; this dispatcher's guard refuses 127.0.0.1 at connect time.
+    const j = await job('/refused', { retry: { strategy: 'fixed', maxAttempts: 5, initialDelayMs: 100 } });
+    const refusing = createCallbackAgent({ allowPrivate: false });
+    const d = createDispatcher({
+      database: store.database,
+      clock: systemClock,
+      logger,
+      deliver: createDeliver(refusing),
+      keyring: createKeyring({ db: store.database.db, cipher: store.cipher, clock: systemClock }),
+      userAgent: 'chime-test',
+      options: { pollMs: 250, reapIntervalMs: 60_000, shutdownGraceMs: 5_000 },
+    });
+    await d.start();
+    try {
+      const [run] = await eventually(async () => {
+        const rs = await runsOf(store.database, j.id);
+        return rs[0]?.status === 'failed' ? rs : undefined;
+      }, { what: 'the run to fail' });
+      expect(run!.attempts).toBe(1);
+      const attempts = await attemptsOf(store.database, run!.id);
+      expect(attempts).toEqual([{ attempt: 1, responseStatus: null, errorClass: 'refused_destination', error: expect.stringMatching(/not retried/) }]);
+      expect(hits('/refused')).toHaveLength(0);
+    } finally {
+      await d.stop();
+      await refusing.destroy();
+    }
+  });
+
   it(`${target.kind === 'postgres' ? 'two dispatchers on one database deliver' : 'a dispatcher delivers'} each of 200 due runs exactly once`, async () => {
     receiver.respond = () => ({ status: 200, delayMs: 2 });
     // On PostgreSQL, each dispatcher has its own connection pool, as separate processes would.
