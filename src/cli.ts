@@ -4,13 +4,10 @@
  * SIGTERM (or SIGINT) drains: the API stops accepting, the dispatcher stops claiming and lets in-flight callbacks
  * finish within CHIME_SHUTDOWN_GRACE_MS (a second signal cuts that short), leases of the rest are released, exit 0.
  */
-import { parseArgs } from 'node:util';
 import { serve as serveHttp, type ServerType } from '@hono/node-server';
 import { pino, type Logger } from 'pino';
 import type { Agent } from 'undici';
 import pkg from '../package.json' with { type: 'json' };
-import { Hono } from 'hono';
-import { sql } from 'drizzle-orm';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { createApp, type AppDeps } from './api/app.ts';
 import { createHousekeeper, type Housekeeper } from './dispatch/housekeeping.ts';
@@ -27,16 +24,10 @@ import { tuneHeap } from './heap-tuning.ts';
 import { CipherError } from './store/cipher.ts';
 import { ensureJwtKey, JWKS_GRACE_MS, rotateJwtKey } from './store/jwt-keys.ts';
 import { createTenant } from './store/tenants.ts';
+import { createdTenantJson, ensureFirstTenant } from './first-tenant.ts';
+import { opsRoutes, type MetricsExposition } from './api/ops.ts';
+import { KEYS_ROTATE_JWT, LISTEN, MIGRATE, NODE, parseCommand, resolveCommand, SERVE, TENANT_CREATE, usageError, UsageExit } from './cli-args.ts';
 
-const USAGE = `usage: chime <command>
-  serve [--role api|dispatcher|all]   run the service (default: all, on PORT)
-  migrate                             apply database migrations
-  tenant create --name NAME           create a tenant; prints its API key and signing secret once
-  keys rotate-jwt                     retire the JWT signing key now and start signing with a new one
-  listen [--port P] [--secret whsec_…] [--jwks URL]
-                                      a local receiver that prints each callback and checks its signatures
-  node                                the JSON-lines node protocol on stdin/stdout
-`;
 const ROLES = ['api', 'dispatcher', 'all'] as const;
 /**
  * Resolution of the event-loop delay histogram behind nodejs_eventloop_lag_* (prom-client samples with a timer of
@@ -45,35 +36,39 @@ const ROLES = ['api', 'dispatcher', 'all'] as const;
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
 
+/** Runs the command `argv` names; a wrong command line or `--help` throws UsageExit before anything is opened. */
 async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  switch (command) {
-    case 'serve': {
-      const { values } = parseArgs({ args: rest, options: { role: { type: 'string', default: 'all' } } });
+  const { spec, args } = resolveCommand(argv);
+  switch (spec) {
+    case SERVE: {
+      const values = parseCommand(SERVE, args);
       const role = values.role as (typeof ROLES)[number];
-      if (!ROLES.includes(role)) return usage(`--role must be one of ${ROLES.join(', ')}`);
-      return serve(loadConfig(process.env), role);
+      if (!ROLES.includes(role)) throw usageError(SERVE, `--role must be one of ${ROLES.join(', ')}, not "${values.role}"`);
+      // --dev (npm start): a laptop's defaults, each overridden by the variable when it is set.
+      const env = values.dev ? { HOST: '127.0.0.1', CHIME_ALLOW_PRIVATE_DESTINATIONS: 'true', ...process.env } : process.env;
+      return serve(loadConfig(env), role);
     }
-    case 'migrate': {
+    case MIGRATE: {
+      parseCommand(MIGRATE, args);
       const rt = await openRuntime(loadConfig(process.env));
       await rt.database.close();
       process.stderr.write('migrations applied\n');
       return 0;
     }
-    case 'tenant': {
-      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { name: { type: 'string' } } });
-      if (positionals[0] !== 'create' || !values.name) return usage('tenant create --name NAME');
+    case TENANT_CREATE: {
+      const values = parseCommand(TENANT_CREATE, args);
+      if (!values.name) throw usageError(TENANT_CREATE, '--name is required');
       const rt = await openRuntime(loadConfig(process.env));
       try {
         const t = await createTenant(rt.store, values.name);
-        process.stdout.write(JSON.stringify({ tenant: { ...t.tenant, createdAt: t.tenant.createdAt.toISOString() }, apiKey: t.apiKey, signingSecret: t.signingSecret }, null, 2) + '\n');
+        process.stdout.write(JSON.stringify(createdTenantJson(t), null, 2) + '\n');
       } finally {
         await rt.database.close();
       }
       return 0;
     }
-    case 'keys': {
-      if (rest[0] !== 'rotate-jwt' || rest.length !== 1) return usage('keys rotate-jwt');
+    case KEYS_ROTATE_JWT: {
+      parseCommand(KEYS_ROTATE_JWT, args);
       const rt = await openRuntime(loadConfig(process.env));
       try {
         const key = await rotateJwtKey(rt.store);
@@ -84,13 +79,11 @@ async function main(argv: string[]): Promise<number> {
       }
       return 0;
     }
-    case 'listen': {
-      const { values } = parseArgs({
-        args: rest,
-        options: { port: { type: 'string', default: '9000' }, secret: { type: 'string', multiple: true }, jwks: { type: 'string' } },
-      });
-      const port = Number(values.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) return usage('--port must be a port number');
+    case LISTEN: {
+      const values = parseCommand(LISTEN, args);
+      // Number('') is 0: only digits are a port.
+      const port = /^\d+$/.test(values.port) ? Number(values.port) : NaN;
+      if (!(port <= 65535)) throw usageError(LISTEN, `--port must be a port number (0-65535), not "${values.port}"`);
       const secrets = values.secret ?? (process.env.CHIME_SIGNING_SECRET ? [process.env.CHIME_SIGNING_SECRET] : []);
       const { runListen } = await import('./listen.ts');
       const listener = await runListen({ port, secrets, out: process.stdout, ...(values.jwks ? { jwksUrl: values.jwks } : {}) });
@@ -99,19 +92,15 @@ async function main(argv: string[]): Promise<number> {
       await listener.close();
       return 0;
     }
-    case 'node': {
+    case NODE: {
+      parseCommand(NODE, args);
       const { runNodeProtocol } = await import('./node/index.ts');
       await runNodeProtocol({ input: process.stdin, output: process.stdout, log: process.stderr });
       return 0;
     }
     default:
-      return usage(command ? `unknown command "${command}"` : undefined);
+      throw new Error(`chime: no handler for command "${spec.name}"`);
   }
-}
-
-function usage(problem?: string): number {
-  process.stderr.write(`${problem ? `chime: ${problem}\n` : ''}${USAGE}`);
-  return 2;
 }
 
 async function serve(config: Config, role: (typeof ROLES)[number]): Promise<number> {
@@ -125,6 +114,7 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
     await rt.database.close().catch(() => {});
     throw err;
   });
+  if (!config.databaseUrl) await announceFirstTenant(rt, config.dataDir, logger);
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
@@ -181,14 +171,19 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   return 0;
 }
 
-type MetricsExposition = NonNullable<AppDeps['metrics']>;
-
 function startApi(config: Config, rt: Runtime, logger: Logger, metrics: MetricsExposition): Promise<ServerType> {
   const app = createApp({
     metrics,
     store: rt.store,
     database: rt.database,
-    config: { adminToken: config.adminToken, signup: config.signup, allowPrivateDestinations: config.allowPrivateDestinations, version: pkg.version, limits: config.limits },
+    config: {
+      adminToken: config.adminToken,
+      signup: config.signup,
+      allowPrivateDestinations: config.allowPrivateDestinations,
+      metricsToken: config.metricsToken,
+      version: pkg.version,
+      limits: config.limits,
+    },
     resolveHost: async (host) => {
       const r = await resolvePublicHost(host);
       // A name that does not resolve now is accepted: the connect-time guard checks it on every attempt.
@@ -197,38 +192,45 @@ function startApi(config: Config, rt: Runtime, logger: Logger, metrics: MetricsE
     },
     onUnexpectedError: (err) => logger.error({ err }, 'unexpected error in a request'),
   });
-  return listen(app.fetch, config.port, logger);
+  return listen(app.fetch, config, logger);
 }
 
 /** The operations endpoints of a dispatcher-only process: /healthz, /readyz (database reachable), /metrics. */
 function startOpsServer(config: Config, rt: Runtime, logger: Logger, metrics: MetricsExposition): Promise<ServerType> {
-  const ops = new Hono();
-  ops.get('/healthz', (c) => c.json({ status: 'ok' }));
-  ops.get('/readyz', async (c) => {
-    try {
-      await rt.database.db.execute(sql`select 1`);
-      return c.json({ status: 'ready' });
-    } catch {
-      return c.json({ status: 'unavailable' }, 503);
-    }
-  });
-  ops.get('/metrics', async (c) => c.body(await metrics.render(), 200, { 'content-type': metrics.contentType }));
-  return listen(ops.fetch, config.port, logger);
+  const ops = opsRoutes({ database: rt.database, metrics, metricsToken: config.metricsToken });
+  return listen(ops.fetch, config, logger);
 }
 
-function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, logger: Logger): Promise<ServerType> {
+function listen(fetch: (req: Request) => Response | Promise<Response>, config: Config, logger: Logger): Promise<ServerType> {
   return new Promise((resolve) => {
-    const server = serveHttp({ fetch, port, hostname: '0.0.0.0' }, (info) => {
-      logger.info({ port: info.port }, 'listening');
+    const server = serveHttp({ fetch, port: config.port, hostname: config.host }, (info) => {
+      logger.info({ host: config.host, port: info.port }, 'listening');
       resolve(server);
     });
   });
 }
 
+/**
+ * On an embedded database without tenants, makes the first one and tells the user where its secrets are, once (the
+ * key and the secret are printed on this start only; the file keeps them).
+ */
+async function announceFirstTenant(rt: Runtime, dataDir: string, logger: Logger): Promise<void> {
+  const first = await ensureFirstTenant(rt.store, dataDir);
+  if (!first) return;
+  logger.info({ tenantId: first.created.tenant.tenantId, file: first.file }, 'first start: created the first tenant');
+  process.stderr.write(
+    `\nFirst start: created tenant "${first.created.tenant.name}". Its API key and signing secret, shown this once, are kept in\n` +
+      `${first.file} (mode 0600):\n  API key:        ${first.created.apiKey}\n  signing secret: ${first.created.signingSecret}\n\n`,
+  );
+}
+
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (err) {
-  if (err instanceof ConfigError || err instanceof CipherError || (err instanceof Error && err.name === 'DataDirLockedError')) {
+  if (err instanceof UsageExit) {
+    err.write();
+    process.exitCode = err.code;
+  } else if (err instanceof ConfigError || err instanceof CipherError || (err instanceof Error && err.name === 'DataDirLockedError')) {
     process.stderr.write(`chime: configuration error: ${err.message}\n`);
     process.exitCode = 1;
   } else {

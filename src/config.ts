@@ -6,6 +6,8 @@ import { z } from 'zod';
 import { DISPATCHER_DEFAULTS } from './dispatch/defaults.ts';
 
 export const DEFAULT_PORT = 8080;
+/** Address the HTTP server listens on (all IPv4 interfaces). */
+export const DEFAULT_HOST = '0.0.0.0';
 export const DEFAULT_DATA_DIR = './.chime';
 /** Per-tenant API limits: requests per second (token bucket, per API process; 0 = off) and active jobs (0 = no quota). */
 export const DEFAULT_LIMITS = { ratePerSecond: 100, maxActiveJobs: 100_000 } as const;
@@ -26,6 +28,8 @@ const EnvSchema = z.object({
   CHIME_SIGNUP: z.enum(['open', 'closed']).default('closed'),
   CHIME_ENCRYPTION_KEY: z.string().optional(),
   CHIME_ALLOW_PRIVATE_DESTINATIONS: bool.default(false),
+  HOST: z.string().min(1).default(DEFAULT_HOST),
+  CHIME_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   CHIME_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   CHIME_DISPATCH_CONCURRENCY: positiveInt.default(DISPATCHER_DEFAULTS.concurrency),
   CHIME_DISPATCH_PER_DESTINATION: positiveInt.default(DISPATCHER_DEFAULTS.perDestination),
@@ -42,6 +46,8 @@ const EnvSchema = z.object({
 
 export type Config = {
   port: number;
+  /** Address to listen on (HOST). */
+  host: string;
   databaseUrl: string | null;
   dataDir: string;
   adminToken: string | null;
@@ -49,6 +55,8 @@ export type Config = {
   /** Base64 of 32 bytes, or null to use/generate the key file of the embedded database. */
   encryptionKey: string | null;
   allowPrivateDestinations: boolean;
+  /** Bearer token that `GET /metrics` requires; null = `/metrics` answers 404. */
+  metricsToken: string | null;
   logLevel: string;
   dispatch: {
     concurrency: number;
@@ -88,12 +96,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   return {
     port: e.PORT,
+    host: e.HOST,
     databaseUrl: e.DATABASE_URL ?? null,
     dataDir: e.CHIME_DATA_DIR,
     adminToken: e.CHIME_ADMIN_TOKEN ?? null,
     signup: e.CHIME_SIGNUP,
     encryptionKey: e.CHIME_ENCRYPTION_KEY ?? null,
     allowPrivateDestinations: e.CHIME_ALLOW_PRIVATE_DESTINATIONS,
+    metricsToken: e.CHIME_METRICS_TOKEN ?? null,
     logLevel: e.CHIME_LOG_LEVEL,
     dispatch: {
       concurrency: e.CHIME_DISPATCH_CONCURRENCY,

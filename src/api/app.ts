@@ -6,13 +6,13 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { swaggerUI } from '@hono/swagger-ui';
 import { HTTPException } from 'hono/http-exception';
 import type { Context, MiddlewareHandler } from 'hono';
-import { sql } from 'drizzle-orm';
 import { authenticateApiKey } from '../store/api-keys.ts';
 import { QuotaExceededError } from '../store/jobs.ts';
 import { publicJwks } from '../store/jwt-keys.ts';
 import type { AppDeps, AppEnv } from './env.ts';
-import { ApiError, problemResponse, type FieldError } from './problems.ts';
-import { jsonGuard } from './json-guard.ts';
+import { ApiError, problemResponse, schemaFieldErrors, validationError } from './problems.ts';
+import { jsonGuard, requireJsonMediaType } from './json-guard.ts';
+import { opsRoutes } from './ops.ts';
 import { limitBody } from './body-limit.ts';
 import { rateLimit, TokenBuckets } from './rate-limit.ts';
 import { batchRoutes } from './routes/batch.ts';
@@ -35,13 +35,7 @@ const BATCH_PATH = '/v1/jobs/batch';
 export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
-      if (!result.success) {
-        const errors: FieldError[] = result.error.issues.map((i) => ({
-          path: i.path.map(String).join('.') || '(body)',
-          message: i.message,
-        }));
-        throw new ApiError('validation', errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors);
-      }
+      if (!result.success) throw validationError(schemaFieldErrors(result.error.issues));
     },
   });
 
@@ -60,26 +54,13 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   );
 
   // Operations: no tenant auth.
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
-  app.get('/readyz', async (c) => {
-    try {
-      await deps.database.db.execute(sql`select 1`);
-      return c.json({ status: 'ready' });
-    } catch {
-      throw new ApiError('unavailable', 'the database is not reachable');
-    }
-  });
+  app.route('/', opsRoutes({ database: deps.database, metrics: deps.metrics, metricsToken: deps.config.metricsToken }));
   app.get('/.well-known/jwks.json', async (c) => {
     c.header('cache-control', 'public, max-age=300');
     return c.json(await publicJwks(deps.store));
   });
 
-  app.get('/metrics', async (c) => {
-    if (!deps.metrics) throw new ApiError('not_found', 'metrics are not collected in this runtime');
-    return c.body(await deps.metrics.render(), 200, { 'content-type': deps.metrics.contentType });
-  });
-
-  app.use('/v1/tenants', jsonGuard());
+  app.use('/v1/tenants', requireJsonMediaType(), jsonGuard());
   app.route('/', signupRoutes());
   // Tenant routes (/v1 and the compatibility routes): API key, then the tenant's rate limit, then the body check.
   const requireApiKey: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -99,6 +80,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   for (const path of ['/v1/*', '/jobs/*']) {
     app.use(path, requireApiKey);
     if (buckets) app.use(path, rateLimit(buckets, deps.store.clock));
+    app.use(path, requireJsonMediaType());
     app.use(path, jsonGuard({ except: [BATCH_PATH] })); // the batch route checks each job on its own
   }
   app.route('/', tenantRoutes());
@@ -142,6 +124,7 @@ function toApiError(err: unknown, deps: AppDeps): ApiError {
   if (err instanceof HTTPException) {
     if (err.status === 400) return new ApiError('malformed_json', err.message);
     if (err.status === 413) return new ApiError('payload_too_large', err.message);
+    if (err.status === 415) return new ApiError('unsupported_media_type', 'send the body as Content-Type: application/json');
     return new ApiError(err.status === 404 ? 'not_found' : 'validation', err.message);
   }
   if (isDatabaseUnavailable(err)) return new ApiError('unavailable', 'the database is not reachable; try again shortly', undefined, { 'retry-after': '1' });

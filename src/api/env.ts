@@ -1,6 +1,7 @@
 /** The typed Hono environment: services reach handlers through `c.var.deps`, built once at start-up. */
 import type { Database } from '../store/db.ts';
 import type { StoreContext } from '../store/context.ts';
+import type { MetricsExposition } from './ops.ts';
 
 /** Resolves a callback host at registration and refuses non-public addresses (Node: DNS; Workers: none). */
 export type ResolveHost = (hostname: string) => Promise<{ ok: true } | { ok: false; reason: string }>;
@@ -24,6 +25,8 @@ export type AppConfig = {
   signup: 'open' | 'closed';
   allowPrivateDestinations: boolean;
   version: string;
+  /** Bearer token `GET /metrics` requires (CHIME_METRICS_TOKEN); null or absent: `/metrics` answers 404. */
+  metricsToken?: string | null;
   /** Per-tenant limits; absent = none (embedders and tests that do not limit). */
   limits?: ApiLimits;
 };
@@ -34,7 +37,7 @@ export type AppDeps = {
   config: AppConfig;
   resolveHost?: ResolveHost;
   /** Prometheus exposition of the process's metrics for `GET /metrics` (absent: 404, e.g. on Workers). */
-  metrics?: { contentType: string; render(): Promise<string> };
+  metrics?: MetricsExposition;
   /** Called with unexpected errors (5xx); the response never carries them. */
   onUnexpectedError?: (err: unknown) => void;
 };

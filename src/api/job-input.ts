@@ -3,7 +3,8 @@
  * destination allowed, header rules) and the defaults of API.md. Every problem found is reported at once, each with
  * its field path.
  */
-import { RESERVED_HEADER, type CallbackSpec, type JobSpec } from '../domain/job.ts';
+import { callbackHeadersIssues } from '../domain/callback-headers.ts';
+import type { CallbackSpec, JobSpec } from '../domain/job.ts';
 import { checkCallbackUrl } from '../domain/destination.ts';
 import { resolveRetryPolicy } from '../domain/retry.ts';
 import { normalizeSchedule, scheduleIssues } from '../domain/schedule.ts';
@@ -14,7 +15,8 @@ import type { JobBody } from './schemas.ts';
 
 /**
  * Checks a callback beyond its schema: the destination is allowed (and, for a host name, resolves to allowed
- * addresses), header names are not reserved, Authorization is not set twice, GET carries no payload.
+ * addresses), every header can be sent as given (`callbackHeadersIssues`: RFC 9110 names and values, no reserved
+ * name, Authorization not set twice), GET carries no payload.
  * @returns the problems found, with paths under `callback.` (or `payload`)
  */
 export async function validateCallback(
@@ -31,11 +33,9 @@ export async function validateCallback(
     const resolved = await deps.resolveHost(url.url.hostname);
     if (!resolved.ok) errors.push({ path: 'callback.url', message: resolved.reason });
   }
-  for (const name of Object.keys(callback.headers)) {
-    if (RESERVED_HEADER.test(name)) errors.push({ path: `callback.headers.${name}`, message: 'reserved header name' });
-    else if (name.toLowerCase() === 'authorization' && hasAuthToken) {
-      errors.push({ path: `callback.headers.${name}`, message: 'set either callback.authToken or an Authorization header, not both' });
-    }
+  // The rule delivery also applies (src/domain/callback-headers.ts): what is accepted here can be sent as given.
+  for (const { name, message } of callbackHeadersIssues(callback.headers, { hasAuthToken })) {
+    errors.push({ path: `callback.headers.${name}`, message });
   }
   if (callback.method === 'GET' && payload !== undefined && payload !== null) {
     errors.push({ path: 'payload', message: 'a GET callback carries no body' });

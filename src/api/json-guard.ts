@@ -7,10 +7,10 @@
  * takes it, but PostgreSQL's json parser stops at its stack depth limit. One walk of the parsed body checks keys and
  * values everywhere, including inside a job's free-form `payload` and `metadata`.
  */
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import type { AppEnv } from './env.ts';
 import { declaredBodyLength } from './body-limit.ts';
-import { validationError, type FieldError } from './problems.ts';
+import { ApiError, validationError, type FieldError } from './problems.ts';
 
 /** Deepest nesting of arrays and objects accepted in a request body (the body itself is depth 1). */
 export const MAX_JSON_DEPTH = 32;
@@ -63,6 +63,56 @@ export function unstorableFields(value: unknown, maxDepth = MAX_JSON_DEPTH, path
   return errors;
 }
 
+/** JSON media types (`application/json`, `application/merge-patch+json`, …): the test of Hono's JSON validator. */
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
+
+function mediaTypeOf(c: Context): string {
+  return (c.req.header('content-type') ?? '').split(';')[0]!.trim();
+}
+
+/**
+ * Middleware: a request that carries a body in another media type than JSON (or with no Content-Type at all) is
+ * answered `415` (RFC 9110 §15.5.16), whatever the route; a request without a body passes.
+ */
+export function requireJsonMediaType(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const declared = declaredBodyLength(c);
+    if (declared !== 'none' && !JSON_MEDIA_TYPE.test(mediaTypeOf(c))) {
+      // An undeclared length (chunked, or a Request built in process) is a body only if it has bytes.
+      if (declared !== 'unknown' || (await c.req.text()).length > 0) {
+        throw new ApiError('unsupported_media_type', `request bodies are JSON: send Content-Type: application/json${mediaTypeOf(c) ? `, not ${mediaTypeOf(c)}` : ''}`);
+      }
+    }
+    await next();
+  };
+}
+
+/**
+ * Middleware for routes that take no body fields (trigger, replay, rotate, deletes): the body must be absent, empty
+ * or `{}`; any field in it is unknown and answered `400` by name, as every other body's unknown fields are.
+ */
+export function emptyBody(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (declaredBodyLength(c) !== 'none') {
+      const text = await c.req.text();
+      if (text.trim() !== '') {
+        let body: unknown;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          throw new ApiError('malformed_json', 'the request body is not valid JSON');
+        }
+        if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+          throw validationError([{ path: '(body)', message: 'this request takes no body: send none, or {}' }]);
+        }
+        const fields = Object.keys(body);
+        if (fields.length > 0) throw validationError(fields.slice(0, MAX_REPORTED).map((path) => ({ path, message: 'unknown field' })));
+      }
+    }
+    await next();
+  };
+}
+
 /**
  * Middleware: parses a JSON request body (Hono caches it for the route's validator) and answers `400` when it
  * holds anything `unstorableFields` names. Bodies that are not JSON, or malformed, pass on to the route's own
@@ -73,10 +123,8 @@ export function jsonGuard(opts: { except?: readonly string[] } = {}): Middleware
   const except = new Set(opts.except ?? []);
   return async (c, next) => {
     if (except.has(c.req.path)) return next();
-    // The media type test of Hono's JSON validator, so exactly the bodies routes will read are checked.
-    const mediaType = (c.req.header('content-type') ?? '').split(';')[0]!.trim();
     // By the headers, not `c.req.raw.body`, which would make @hono/node-server build a full Request (body-limit.ts).
-    if (declaredBodyLength(c) !== 'none' && /^application\/([\w.-]+\+)?json$/i.test(mediaType)) {
+    if (declaredBodyLength(c) !== 'none' && JSON_MEDIA_TYPE.test(mediaTypeOf(c))) {
       let body: unknown;
       let parsed = false;
       try {

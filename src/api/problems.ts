@@ -13,6 +13,7 @@ export const PROBLEMS = Object.freeze({
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
   payload_too_large: { status: 413, title: 'The request body is too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   /** The tenant's active-jobs quota (CHIME_MAX_ACTIVE_JOBS) is reached: a conflict with the tenant's state, not bad input. */
   quota_exceeded: { status: 409, title: 'Quota exceeded' },
   rate_limited: { status: 429, title: 'Too many requests' },
@@ -38,6 +39,23 @@ export class ApiError extends Error {
   get status(): number {
     return PROBLEMS[this.code].status;
   }
+}
+
+/** A zod issue, as much of it as naming the field needs. */
+type SchemaIssue = { path: PropertyKey[]; message: string; code?: string; keys?: string[] };
+
+/**
+ * Field errors of a failed schema validation, one per bad field: an unknown field (zod's `unrecognized_keys`, one
+ * issue for all of an object's extra keys) is named by its own path, so `{"shedule": …}` answers `shedule`.
+ * @param prefix dotted path the issues are relative to ('' for the body)
+ */
+export function schemaFieldErrors(issues: readonly SchemaIssue[], prefix = ''): FieldError[] {
+  const join = (parts: PropertyKey[]) => [prefix, ...parts.map(String)].filter((p) => p !== '').join('.') || '(body)';
+  return issues.flatMap((i) =>
+    i.code === 'unrecognized_keys' && i.keys?.length
+      ? i.keys.map((k) => ({ path: join([...i.path, k]), message: 'unknown field' }))
+      : [{ path: join(i.path), message: i.message }],
+  );
 }
 
 /** Shorthand for a 400 naming the bad fields. */

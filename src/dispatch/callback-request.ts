@@ -3,12 +3,17 @@
  * Webhooks headers (`webhook-id` = run id on every attempt, so receivers can deduplicate), the Chime-Signature JWT,
  * the Chime-* context headers, the job's auth token and custom headers.
  */
+import { sendableCallbackHeaders } from '../domain/callback-headers.ts';
 import type { ClaimedRun } from '../store/queue/claim-runs.ts';
 import type { CallbackRequest } from './deliver.ts';
 import type { Keyring } from './keyring.ts';
 import { standardWebhookSignature } from './sign.ts';
 
 /**
+ * The job's custom headers go out exactly as stored, except those the header rule refuses
+ * (src/domain/callback-headers.ts): a job stored before the rule may hold one undici cannot send (`expect`, a DEL
+ * byte), which would fail every attempt, or one Chime sets itself (`User-Agent`, `Content-Type`, Authorization next
+ * to an authToken), which would go out beside Chime's or be overwritten by it. Those are left out.
  * @param nowMs the attempt's start (epoch ms): `webhook-timestamp` and the JWT's `iat`
  * @throws CipherError when the signing secrets or the auth token cannot be opened
  */
@@ -28,7 +33,7 @@ export async function buildCallbackRequest(
   ]);
   const jwt = await signer.sign({ sub: callback.url, jti: `${run.runId}.${run.attempt}`, body, iatSec: timestamp });
   const headers: Record<string, string> = {
-    ...callback.headers,
+    ...sendableCallbackHeaders(callback.headers ?? {}, { hasAuthToken: Boolean(authToken) }),
     'user-agent': userAgent,
     'webhook-id': run.runId,
     'webhook-timestamp': String(timestamp),

@@ -14,13 +14,8 @@ export type HttpMethod = (typeof HTTP_METHODS)[number];
 export const MIN_TIMEOUT_MS = 1000;
 export const MAX_TIMEOUT_MS = 60_000;
 export const DEFAULT_TIMEOUT_MS = 10_000;
-/** Most custom headers on a callback. */
+/** Most custom headers on a callback (which headers are accepted: src/domain/callback-headers.ts). */
 export const MAX_CALLBACK_HEADERS = 20;
-/**
- * Header names a job may not set: HTTP framing (RFC 9110 §7.6.1 connection-specific fields) and Chime's own
- * signature headers. `Authorization` is allowed only when the job has no `authToken`.
- */
-export const RESERVED_HEADER = /^(host|content-length|transfer-encoding|connection|keep-alive|upgrade|te|trailer|proxy-.*|webhook-.*|chime-.*)$/i;
 
 /** Where and how a callback is sent; the auth token travels separately (write-only, sealed at rest). */
 export type CallbackSpec = {

@@ -153,23 +153,29 @@ export async function cancelJob(ctx: StoreContext, tenantId: string, jobId: stri
  * @throws JobStateError for a canceled job
  */
 export async function triggerRun(ctx: StoreContext, tenantId: string, jobId: string, trigger: RunTrigger = RUN_TRIGGER.manual): Promise<string | null> {
-  return (ctx.db as Db).transaction(async (tx) => {
-    const job = await lockJob(tx, tenantId, jobId);
-    if (!job) return null;
-    if (job.status === JOB_STATUS.canceled) throw new JobStateError('the job is canceled');
-    const now = ctx.clock.now();
-    const id = newId();
-    await tx.insert(runs).values({
-      id,
-      tenantId,
-      jobId,
-      scheduledFor: new Date(now),
-      trigger,
-      status: RUN_STATUS.scheduled,
-      nextAttemptAt: new Date(now),
-      createdAt: new Date(now),
-    });
-    await announceRun(tx, now, now);
-    return id;
+  return (ctx.db as Db).transaction((tx) => insertTriggeredRun(tx, ctx.clock.now(), tenantId, jobId, trigger));
+}
+
+/**
+ * `triggerRun` inside the caller's transaction `tx` (which `Idempotency-Key` shares), at `nowMs` (epoch ms).
+ * @returns the new run's id, or null when the tenant has no such job
+ * @throws JobStateError when the job is canceled
+ */
+export async function insertTriggeredRun(tx: Executor, nowMs: number, tenantId: string, jobId: string, trigger: RunTrigger): Promise<string | null> {
+  const job = await lockJob(tx, tenantId, jobId);
+  if (!job) return null;
+  if (job.status === JOB_STATUS.canceled) throw new JobStateError('the job is canceled');
+  const id = newId();
+  await tx.insert(runs).values({
+    id,
+    tenantId,
+    jobId,
+    scheduledFor: new Date(nowMs),
+    trigger,
+    status: RUN_STATUS.scheduled,
+    nextAttemptAt: new Date(nowMs),
+    createdAt: new Date(nowMs),
   });
+  await announceRun(tx, nowMs, nowMs);
+  return id;
 }

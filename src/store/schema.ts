@@ -173,7 +173,10 @@ export const attempts = pgTable(
   (t) => [primaryKey({ name: 'attempts_pkey', columns: [t.runId, t.attempt] })],
 );
 
-/** `Idempotency-Key` of `POST /v1/jobs`: kept 24 h. */
+/**
+ * `Idempotency-Key` of `POST /v1/jobs` (the job it made: `job_id`), of `POST /v1/jobs/:jobId/trigger` and of
+ * `POST /v1/runs/:runId/replay` (the run it made: `run_id`): kept 24 h.
+ */
 export const idempotencyKeys = pgTable(
   'idempotency_keys',
   {
@@ -181,6 +184,7 @@ export const idempotencyKeys = pgTable(
     key: text('key').notNull(),
     requestHash: text('request_hash').notNull(),
     jobId: uuid('job_id'),
+    runId: uuid('run_id'),
     createdAt: tz('created_at').notNull().defaultNow(),
   },
   (t) => [uniqueIndex('idempotency_keys_pk').on(t.tenantId, t.key), index('idempotency_keys_created_idx').on(t.createdAt)],

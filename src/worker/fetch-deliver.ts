@@ -3,7 +3,9 @@
  * with the semantics of the Node dispatcher's undici delivery (src/dispatch/deliver.ts): redirects are never
  * followed (a 3xx is an ordinary status), one deadline of `timeoutMs` covers the response and the body excerpt,
  * the first RESPONSE_EXCERPT_BYTES of the body are kept, and failures are values with an error class, never
- * exceptions.
+ * exceptions. The request's headers are sent as built: its job's custom headers have passed the header rule
+ * (src/domain/callback-headers.ts, in `buildCallbackRequest`), which accepts only what `fetch` sends unchanged (no
+ * leading or trailing whitespace, which `Headers` strips; no control or non-ASCII characters, refused or re-encoded).
  *
  * Destination guard: Workers have no DNS API, so a name cannot be resolved and checked here. URLs are checked on
  * their face before every attempt (`checkCallbackUrl`: IP literals must be public, local names are refused). A name

@@ -52,7 +52,7 @@ describe.each(DATABASE_TARGETS)('compatibility routes ($kind)', (target) => {
     ['negative retries', body({ retries: -1 }), 'retries'],
     ['retries as a string', body({ retries: '3' }), 'retries'],
     ['no name', { cronExpr: '0 0 * * *', handlerUrl: HOOK }, 'name'],
-    ['an unknown field', body({ schedule: {} }), '(body)'],
+    ['an unknown field', body({ schedule: {} }), 'schedule'],
   ];
   it.each(invalid)('POST /jobs with %s → 400 naming %s', async (_what, b, path) => {
     const r = await t.api.post('/jobs', b);

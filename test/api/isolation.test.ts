@@ -86,6 +86,21 @@ const CASES: Record<string, Case> = {
     expect(again.status).toBe(200);
     expect(again.body.jobId).toBe(same.body.jobId);
   },
+  'GET /v1/jobs/by-key/:key': async (b, a) => {
+    // The keys are per tenant, and the cases above may have given B jobs of its own under A's keys: B's answer is
+    // then B's job, never A's.
+    for (const key of Object.values(a.keys)) {
+      const own = await a.tenant.api.get(`/v1/jobs/by-key/${key}`);
+      expect(own.status, `A reads its own key ${key}`).toBe(200);
+      const r = await b.api.get(`/v1/jobs/by-key/${key}`);
+      if (r.status === 404) expectNotFound(r, `get by key ${key}`);
+      else {
+        expect(r.body.jobId, key).not.toBe(own.body.jobId);
+        expect((await b.api.get(`/v1/jobs/${r.body.jobId}`)).status, key).toBe(200);
+      }
+    }
+    expectNotFound(await b.api.get('/v1/jobs/by-key/only-a-has-this'), 'get by a key only A has');
+  },
   'GET /v1/jobs/:jobId': async (b, a) => expectNotFound(await b.api.get(`/v1/jobs/${a.jobId}`), 'get'),
   'PATCH /v1/jobs/:jobId': async (b, a) => {
     for (const body of [{ paused: true }, { name: 'stolen' }, jobBody()]) {
@@ -133,7 +148,7 @@ describe.each(DATABASE_TARGETS)('cross-tenant isolation ($kind)', (target) => {
     b = await app.tenant('b');
     const keys = { post: 'a-post', batch: 'a-batch', put: 'a-put' };
     const job = await tenant.api.post('/v1/jobs', jobBody({ key: keys.post, name: 'a-job' }));
-    for (const key of [keys.batch, keys.put]) expect((await tenant.api.post('/v1/jobs', jobBody({ key }))).status).toBe(201);
+    for (const key of [keys.batch, keys.put, 'only-a-has-this']) expect((await tenant.api.post('/v1/jobs', jobBody({ key }))).status).toBe(201);
     const runId = (await tenant.api.post(`/v1/jobs/${job.body.jobId}/trigger`)).body.runId;
     const failedRunId = (await tenant.api.post(`/v1/jobs/${job.body.jobId}/trigger`)).body.runId;
     await app.database.db.execute(sql`update runs set status = 'failed', finished_at = now(), next_attempt_at = null where id = ${failedRunId}`);

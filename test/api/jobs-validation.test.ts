@@ -35,7 +35,7 @@ describe('POST /v1/jobs validation', () => {
     ['timeout too long', { ...good(), callback: { url: 'http://127.0.0.1:9/', timeoutMs: 120_000 } }, ['callback.timeoutMs']],
     ['bad success code', { ...good(), callback: { url: 'http://127.0.0.1:9/', successStatusCodes: ['6xx', 99] } }, ['callback.successStatusCodes.0', 'callback.successStatusCodes.1']],
     ['unknown retry strategy', { ...good(), retry: { strategy: 'random' } }, ['retry.strategy']],
-    ['unknown field', { ...good(), shedule: {} }, ['(body)']],
+    ['unknown field', { ...good(), shedule: {} }, ['shedule']],
     ['too many metadata pairs', { ...good(), metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v'])) }, ['metadata']],
   ];
 

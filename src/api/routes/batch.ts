@@ -11,7 +11,7 @@ import { jobs } from '../../store/schema.ts';
 import type { AppEnv } from '../env.ts';
 import { resolveOncePerHost, toJobSpec } from '../job-input.ts';
 import { unstorableFields } from '../json-guard.ts';
-import { ApiError, problemBody } from '../problems.ts';
+import { ApiError, problemBody, schemaFieldErrors } from '../problems.ts';
 import { JobBodySchema, JobSchema, ProblemSchema } from '../schemas.ts';
 import { jobView } from '../views.ts';
 import { creationLimits, isUniqueViolation, problemResponses } from './common.ts';
@@ -30,7 +30,7 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
       method: 'post',
       path: '/v1/jobs/batch',
       summary: 'Register up to 1,000 jobs; the valid ones are committed in one transaction',
-      request: { body: { required: true, content: { 'application/json': { schema: z.object({ jobs: z.array(z.unknown()).min(1).max(MAX_BATCH_JOBS) }) } } } },
+      request: { body: { required: true, content: { 'application/json': { schema: z.strictObject({ jobs: z.array(z.unknown()).min(1).max(MAX_BATCH_JOBS) }) } } } },
       responses: {
         200: {
           description: 'One result per job, in request order',
@@ -56,7 +56,7 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
         }
         const parsed = JobBodySchema.safeParse(item);
         if (!parsed.success) {
-          const errors = parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.') || '(body)', message: i.message }));
+          const errors = schemaFieldErrors(parsed.error.issues);
           results[index] = { status: 400, problem: problem('validation', errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors) };
           continue;
         }

@@ -15,15 +15,16 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from '../../domain/job.ts';
 import { MAX_ATTEMPTS_LIMIT } from '../../domain/retry.ts';
 import { JOB_STATUS } from '../../domain/states.ts';
-import { triggerRun, updateJob } from '../../store/job-lifecycle.ts';
+import { updateJob } from '../../store/job-lifecycle.ts';
 import { createJob } from '../../store/jobs.ts';
 import { listRuns } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
+import { emptyBody } from '../json-guard.ts';
 import { toJobSpec } from '../job-input.ts';
 import { ApiError, validationError, type FieldError } from '../problems.ts';
 import type { JobBody } from '../schemas.ts';
 import { creationLimits, problemResponses } from './common.ts';
-import { withStateErrors } from './job-lifecycle.ts';
+import { startRun, withStateErrors } from './job-lifecycle.ts';
 import { findJob } from './jobs.ts';
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
@@ -131,6 +132,7 @@ export function compatRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: 'post',
       path: '/jobs/{jobId}/trigger',
+      middleware: [emptyBody()] as const,
       tags,
       summary: 'Run a job now (compatibility form of POST /v1/jobs/:jobId/trigger)',
       request: { params: JobIdParam },
@@ -141,8 +143,8 @@ export function compatRoutes(): OpenAPIHono<AppEnv> {
     }),
     async (c) => {
       const job = await findJob(c);
-      const runId = await withStateErrors(() => triggerRun(c.var.deps.store, c.var.tenantId, job.id, 'manual'));
-      return c.json({ runId: runId! }, 202);
+      const runId = await startRun(c, job.id, 'manual');
+      return c.json({ runId }, 202);
     },
   );
 

@@ -10,10 +10,15 @@ import { isUuid } from '../../domain/ids.ts';
 import { cancelJob, JobStateError, triggerRun, updateJob, type JobChanges } from '../../store/job-lifecycle.ts';
 import { createJob, getJobByKey } from '../../store/jobs.ts';
 import { getRun } from '../../store/runs.ts';
+import type { Context } from 'hono';
 import type { AppEnv } from '../env.ts';
+import type { RunTrigger } from '../../domain/states.ts';
+import { sha256Hex } from '../../store/credentials.ts';
+import { triggerRunIdempotently } from '../../store/idempotency.ts';
+import { emptyBody } from '../json-guard.ts';
 import { toJobSpec, validateCallback } from '../job-input.ts';
 import { ApiError, validationError, type FieldError } from '../problems.ts';
-import { CallbackSchema, JobBodySchema, JobKeySchema, JobSchema, RetrySchema, ScheduleSchema, MAX_JITTER_MS, MAX_RELEVANCY_WINDOW_MS, MAX_METADATA_PAIRS } from '../schemas.ts';
+import { AuthTokenSchema, CallbackSchema, IdempotencyKeyHeaders, JobBodySchema, JobKeySchema, JobSchema, RetrySchema, ScheduleSchema, MAX_JITTER_MS, MAX_RELEVANCY_WINDOW_MS, MAX_METADATA_PAIRS } from '../schemas.ts';
 import { jobView } from '../views.ts';
 import { creationLimits, isUniqueViolation, problemResponses } from './common.ts';
 import { findJob } from './jobs.ts';
@@ -24,7 +29,7 @@ const JobPatchSchema = z
     paused: z.boolean().optional(),
     name: z.string().min(1).max(200).nullable().optional(),
     schedule: ScheduleSchema.optional(),
-    callback: CallbackSchema.partial().extend({ authToken: z.string().min(1).max(4096).nullable().optional() }).optional(),
+    callback: CallbackSchema.partial().extend({ authToken: AuthTokenSchema.nullable().optional() }).optional(),
     payload: z.unknown().optional(),
     retry: RetrySchema.optional(),
     relevancyWindowMs: z.number().int().min(0).max(MAX_RELEVANCY_WINDOW_MS).nullable().optional(),
@@ -83,6 +88,7 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: 'delete',
       path: '/v1/jobs/{jobId}',
+      middleware: [emptyBody()] as const,
       summary: 'Cancel a job (its waiting runs are canceled; history is kept)',
       request: { params: JobIdParam },
       responses: { 204: { description: 'Canceled' }, ...problemResponses(401, 404) },
@@ -98,14 +104,14 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: 'post',
       path: '/v1/jobs/{jobId}/trigger',
+      middleware: [emptyBody()] as const,
       summary: 'Run a job now, outside its schedule (also when paused)',
-      request: { params: JobIdParam },
+      request: { params: JobIdParam, headers: IdempotencyKeyHeaders },
       responses: { ...Accepted, ...problemResponses(401, 404, 409) },
     }),
     async (c) => {
       const job = await findJob(c);
-      const runId = await withStateErrors(() => triggerRun(c.var.deps.store, c.var.tenantId, job.id, 'manual'));
-      return c.json({ runId: runId! }, 202);
+      return c.json({ runId: await startRun(c, job.id, 'manual') }, 202);
     },
   );
 
@@ -113,16 +119,16 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: 'post',
       path: '/v1/runs/{runId}/replay',
+      middleware: [emptyBody()] as const,
       summary: 'A new run with the same job and payload (for dead letters)',
-      request: { params: z.object({ runId: z.string() }) },
+      request: { params: z.object({ runId: z.string() }), headers: IdempotencyKeyHeaders },
       responses: { ...Accepted, ...problemResponses(401, 404, 409) },
     }),
     async (c) => {
       const { runId } = c.req.valid('param');
       const found = isUuid(runId) ? await getRun(c.var.deps.store, c.var.tenantId, runId) : null;
       if (!found) throw new ApiError('not_found', `no run ${runId}`);
-      const newRunId = await withStateErrors(() => triggerRun(c.var.deps.store, c.var.tenantId, found.run.jobId, 'replay'));
-      return c.json({ runId: newRunId! }, 202);
+      return c.json({ runId: await startRun(c, found.run.jobId, 'replay') }, 202);
     },
   );
 
@@ -164,6 +170,27 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
     },
   );
   return app;
+}
+
+/**
+ * A run of the tenant's job `jobId` due now (a trigger or a replay), once per `Idempotency-Key` when the request
+ * has one: a repeat of the same request answers the first run's id (API.md "Jobs").
+ * @returns the run id
+ * @throws ApiError 404 (no such job), 409 (canceled job, or the key was used for another request)
+ */
+export async function startRun(c: Context<AppEnv>, jobId: string, trigger: RunTrigger): Promise<string> {
+  const { store } = c.var.deps;
+  const key = c.req.header('idempotency-key');
+  if (!key) {
+    const runId = await withStateErrors(() => triggerRun(store, c.var.tenantId, jobId, trigger));
+    if (!runId) throw new ApiError('not_found', `no job ${jobId}`);
+    return runId;
+  }
+  const requestHash = sha256Hex(`${c.req.method} ${c.req.path}`);
+  const r = await withStateErrors(() => triggerRunIdempotently(store, c.var.tenantId, key, requestHash, jobId, trigger));
+  if (r.kind === 'not_found') throw new ApiError('not_found', `no job ${jobId}`);
+  if (r.kind === 'mismatch') throw new ApiError('conflict', 'this Idempotency-Key was used with another request in the last 24 h');
+  return r.runId;
 }
 
 /** Runs `fn`, turning a refused lifecycle change (JobStateError) into a `409` problem. */

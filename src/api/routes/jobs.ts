@@ -1,7 +1,7 @@
 /** `/v1/jobs`: register, list and read jobs; a job's runs. */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { JOB_STATUSES, RUN_STATUSES } from '../../domain/states.ts';
-import { createJob, getJob, listJobs } from '../../store/jobs.ts';
+import { createJob, getJob, getJobByKey, listJobs } from '../../store/jobs.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { sha256Hex } from '../../store/credentials.ts';
 import { createJobIdempotently } from '../../store/idempotency.ts';
@@ -9,7 +9,7 @@ import { listRuns } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
 import { toJobSpec } from '../job-input.ts';
 import { ApiError } from '../problems.ts';
-import { JobBodySchema, JobSchema, PageQuery, RunSchema } from '../schemas.ts';
+import { IdempotencyKeyHeaders, JobBodySchema, JobKeySchema, JobSchema, PageQuery, RunSchema } from '../schemas.ts';
 import { jobView, runView } from '../views.ts';
 import { creationLimits, isUniqueViolation, problemResponses } from './common.ts';
 
@@ -24,7 +24,7 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
       path: '/v1/jobs',
       summary: 'Register a job',
       request: {
-        headers: z.object({ 'idempotency-key': z.string().min(1).max(255).optional() }),
+        headers: IdempotencyKeyHeaders,
         body: { required: true, content: { 'application/json': { schema: JobBodySchema } } },
       },
       responses: {
@@ -82,6 +82,22 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
     }),
     async (c) => {
       const job = await findJob(c);
+      return c.json(jobView(job), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/jobs/by-key/{key}',
+      summary: "Read the job with this key (the tenant's own name for it)",
+      request: { params: z.object({ key: JobKeySchema }) },
+      responses: { 200: { description: 'The job', content: { 'application/json': { schema: JobSchema } } }, ...problemResponses(400, 401, 404) },
+    }),
+    async (c) => {
+      const { key } = c.req.valid('param');
+      const job = await getJobByKey(c.var.deps.store, c.var.tenantId, key);
+      if (!job) throw new ApiError('not_found', `no job with key "${key}"`);
       return c.json(jobView(job), 200);
     },
   );

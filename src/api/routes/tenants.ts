@@ -9,6 +9,7 @@ import { createApiKey, listApiKeys, revokeApiKey } from '../../store/api-keys.ts
 import { rotateSigningSecret } from '../../store/signing-secrets.ts';
 import { createTenant, getTenant } from '../../store/tenants.ts';
 import type { AppEnv } from '../env.ts';
+import { emptyBody } from '../json-guard.ts';
 import { ApiError } from '../problems.ts';
 import { problemResponses } from './common.ts';
 
@@ -111,6 +112,7 @@ export function tenantRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: 'delete',
       path: '/v1/api-keys/{keyId}',
+      middleware: [emptyBody()] as const,
       summary: 'Revoke an API key (effective at once)',
       request: { params: z.object({ keyId: z.string() }) },
       responses: { 204: { description: 'Revoked' }, ...problemResponses(401, 404) },
@@ -127,6 +129,7 @@ export function tenantRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: 'post',
       path: '/v1/signing-secrets/rotate',
+      middleware: [emptyBody()] as const,
       summary: 'Rotate the signing secret (both sign for 24 h)',
       responses: {
         201: { description: 'The new secret', content: { 'application/json': { schema: z.object({ signingSecret: z.string(), previousValidUntil: z.string() }) } } },
