@@ -1,5 +1,5 @@
 /** Runs and their attempt log, read side, scoped by tenant. */
-import { and, asc, desc, eq, lt } from 'drizzle-orm';
+import { and, asc, desc, eq, isNull, lt, ne, type SQL } from 'drizzle-orm';
 import { RUN_STATUS, type RunStatus } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
 import { page } from './jobs.ts';
@@ -33,7 +33,15 @@ export async function listRuns(
   return page(rows, opts.limit);
 }
 
-/** The tenant's dead letters: runs that ended `failed`, newest first. */
+/**
+ * A dead letter of the tenant: a run that ended `failed`, not dismissed, and not a notification's delivery (the
+ * predicate of the partial index `runs_tenant_dead_idx`, so lists read it in order).
+ */
+export function deadLetterCondition(tenantId: string): SQL {
+  return and(eq(runs.tenantId, tenantId), eq(runs.status, RUN_STATUS.failed), isNull(runs.dismissedAt), ne(runs.trigger, 'notification'))!;
+}
+
+/** The tenant's dead letters (`deadLetterCondition`), newest first. */
 export async function listDeadLetters(
   ctx: StoreContext,
   tenantId: string,
@@ -42,7 +50,7 @@ export async function listDeadLetters(
   const rows = await ctx.db
     .select()
     .from(runs)
-    .where(and(eq(runs.tenantId, tenantId), eq(runs.status, RUN_STATUS.failed), opts.cursor ? lt(runs.id, opts.cursor) : undefined))
+    .where(and(deadLetterCondition(tenantId), opts.cursor ? lt(runs.id, opts.cursor) : undefined))
     .orderBy(desc(runs.id))
     .limit(opts.limit + 1);
   return page(rows, opts.limit);

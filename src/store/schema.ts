@@ -87,7 +87,14 @@ export const jobs = pgTable(
     key: text('key'),
     name: text('name'),
     status: text('status').notNull(),
+    /** `callback`: a tenant's job; `notification`: the hidden job that delivers a notification endpoint's events. */
+    kind: text('kind').notNull().default('callback'),
+    /** Why Chime or the tenant paused the job: `manual`, `gone` (a 410), `consecutive_failures`; null when not paused. */
     pausedReason: text('paused_reason'),
+    /** Pause after this many consecutive runs ended `failed` (0 = never). */
+    pauseAfterFailures: integer('pause_after_failures').notNull().default(0),
+    /** Runs in a row that ended `failed`; a succeeded run and a resume reset it. */
+    consecutiveFailures: integer('consecutive_failures').notNull().default(0),
     schedule: jsonb('schedule').notNull(),
     /** The callback without its auth token: { url, method, headers, successStatusCodes, timeoutMs }. */
     callback: jsonb('callback').notNull(),
@@ -132,6 +139,12 @@ export const runs = pgTable(
     responseStatus: smallint('response_status'),
     error: text('error'),
     createdAt: tz('created_at').notNull(),
+    /** A dead letter the tenant dismissed (`DELETE /v1/dead-letters/:runId`): no longer listed, history kept. */
+    dismissedAt: tz('dismissed_at'),
+    /** The request body of this run when it is not the job's `payload` (a notification event's body). */
+    payload: jsonb('payload'),
+    /** `webhook-id` of this run's requests when it is not the run id (a notification's event id). */
+    eventId: uuid('event_id'),
   },
   (t) => [
     // Invariant 2: one run per scheduled occurrence of a job.
@@ -143,7 +156,10 @@ export const runs = pgTable(
     // PostgreSQL otherwise scanned every running run's entry (and the dead ones behind them) for each batch.
     index('runs_lease_idx').on(t.leaseExpiresAt).where(sql`${t.leaseExpiresAt} is not null`),
     index('runs_job_idx').on(t.jobId, t.id),
-    index('runs_tenant_failed_idx').on(t.tenantId, t.id).where(sql`${t.status} = 'failed'`),
+    // Dead letters: failed, not dismissed, not a notification's delivery; newest first per tenant.
+    index('runs_tenant_dead_idx').on(t.tenantId, t.id).where(sql`${t.status} = 'failed' and ${t.dismissedAt} is null and ${t.trigger} <> 'notification'`),
+    // The tenant-wide runs feed (`GET /v1/runs`), newest first.
+    index('runs_tenant_idx').on(t.tenantId, t.id),
   ],
 );
 
@@ -188,4 +204,25 @@ export const idempotencyKeys = pgTable(
     createdAt: tz('created_at').notNull().defaultNow(),
   },
   (t) => [uniqueIndex('idempotency_keys_pk').on(t.tenantId, t.key), index('idempotency_keys_created_idx').on(t.createdAt)],
+);
+
+/**
+ * Notification endpoints: where a tenant hears of its jobs' failures (`run.failed`, `run.expired`, `job.paused`,
+ * `job.completed`). Each has a hidden job (`jobs.kind = 'notification'`, `job_id`) whose runs are its deliveries, so
+ * events go through the same dispatcher, leases, retries, destination guard and attempt log as callbacks.
+ */
+export const notificationEndpoints = pgTable(
+  'notification_endpoints',
+  {
+    id: uuid('id').primaryKey(),
+    tenantId: uuid('tenant_id').notNull(),
+    url: text('url').notNull(),
+    /** The event types it subscribes to (a JSON array of strings). */
+    events: jsonb('events').notNull(),
+    description: text('description'),
+    /** The hidden job that delivers to it. */
+    jobId: uuid('job_id').notNull(),
+    createdAt: tz('created_at').notNull(),
+  },
+  (t) => [index('notification_endpoints_tenant_idx').on(t.tenantId, t.id)],
 );
