@@ -42,4 +42,6 @@ export type JobSpec = {
   catchUp: CatchUpPolicy;
   jitterMs: number;
   metadata: Record<string, string>;
+  /** Pause the job after this many consecutive runs ended `failed`; 0 = never (absent: 0). */
+  pauseAfterFailures?: number;
 };

@@ -14,7 +14,8 @@ import { jobs, runs } from './schema.ts';
 export type JobRow = typeof jobs.$inferSelect;
 
 /** Scopes every job query by tenant: another tenant's id simply does not match. */
-const ownJob = (tenantId: string, jobId: string): SQL => and(eq(jobs.tenantId, tenantId), eq(jobs.id, jobId))!;
+/** The tenant's own job `jobId` (never a hidden notification job). */
+const ownJob = (tenantId: string, jobId: string): SQL => and(eq(jobs.tenantId, tenantId), eq(jobs.id, jobId), eq(jobs.kind, 'callback'))!;
 
 /** Options of job creation. */
 export type CreateJobOptions = {
@@ -136,7 +137,10 @@ export async function insertJobs(
       key: spec.key ?? null,
       name: spec.name ?? null,
       status: first === null ? JOB_STATUS.completed : JOB_STATUS.active,
+      kind: 'callback',
       pausedReason: null,
+      pauseAfterFailures: spec.pauseAfterFailures ?? 0,
+      consecutiveFailures: 0,
       schedule: spec.schedule,
       callback: spec.callback,
       authTokenEnc: spec.authToken ? await ctx.cipher.seal(spec.authToken) : null,
@@ -195,19 +199,20 @@ async function insertJobsAndRuns(
       catch_up: j.catchUp,
       jitter_ms: j.jitterMs,
       metadata: j.metadata,
+      pause_after_failures: j.pauseAfterFailures,
       next_run_at: j.nextRunAt?.toISOString() ?? null,
     })),
   );
   await db.execute(sql`with new_jobs as (
       insert into jobs (id, tenant_id, key, name, status, schedule, callback, auth_token_enc, payload, retry,
-                        relevancy_window_ms, delivery_mode, overlap_policy, catch_up, jitter_ms, metadata, next_run_at,
-                        created_at, updated_at)
+                        relevancy_window_ms, delivery_mode, overlap_policy, catch_up, jitter_ms, metadata,
+                        pause_after_failures, next_run_at, created_at, updated_at)
       select v.id, ${tenantId}::uuid, v.key, v.name, v.status, v.schedule, v.callback, v.auth_token_enc, v.payload, v.retry,
-             v.relevancy_window_ms, v.delivery_mode, v.overlap_policy, v.catch_up, v.jitter_ms, v.metadata, v.next_run_at,
-             ${nowIso}::timestamptz, ${nowIso}::timestamptz
+             v.relevancy_window_ms, v.delivery_mode, v.overlap_policy, v.catch_up, v.jitter_ms, v.metadata,
+             v.pause_after_failures, v.next_run_at, ${nowIso}::timestamptz, ${nowIso}::timestamptz
       from jsonb_to_recordset(${jobsJson}::jsonb) as v(id uuid, key text, name text, status text, schedule jsonb,
              callback jsonb, auth_token_enc text, payload jsonb, retry jsonb, relevancy_window_ms int, delivery_mode text,
-             overlap_policy text, catch_up text, jitter_ms int, metadata jsonb, next_run_at timestamptz)
+             overlap_policy text, catch_up text, jitter_ms int, metadata jsonb, pause_after_failures int, next_run_at timestamptz)
       returning id),
     new_runs as (
       insert into runs (id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
