@@ -1,6 +1,16 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // The Worker entry imports the built web assets under this name (wrangler.toml [alias]); the global setup builds them.
+  resolve: {
+    alias: [
+      { find: 'chime-web-assets', replacement: new URL('./dist/console/assets.json', import.meta.url).pathname },
+      // The workspace packages from their sources, subpaths included (their dist/ is what `npm pack` ships:
+      // test/packages installs that).
+      { find: /^@chime\/(receiver|client)$/, replacement: new URL('./packages/$1/src/index.ts', import.meta.url).pathname },
+      { find: /^@chime\/(receiver|client)\/([\w-]+)$/, replacement: new URL('./packages/$1/src/$2.ts', import.meta.url).pathname },
+    ],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     // The process tests run the built service (`npm run build`), as `npm start` does.

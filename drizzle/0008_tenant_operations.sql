@@ -17,4 +17,6 @@ ALTER TABLE "runs" ADD COLUMN "payload" jsonb;--> statement-breakpoint
 ALTER TABLE "runs" ADD COLUMN "event_id" uuid;--> statement-breakpoint
 CREATE INDEX "notification_endpoints_tenant_idx" ON "notification_endpoints" USING btree ("tenant_id","id");--> statement-breakpoint
 CREATE INDEX "runs_tenant_dead_idx" ON "runs" USING btree ("tenant_id","id") WHERE "runs"."status" = 'failed' and "runs"."dismissed_at" is null and "runs"."trigger" <> 'notification';--> statement-breakpoint
-CREATE INDEX "runs_tenant_idx" ON "runs" USING btree ("tenant_id","id");
+CREATE INDEX "runs_tenant_idx" ON "runs" USING btree ("tenant_id","id");--> statement-breakpoint
+-- pausedReason becomes a code: the sentences written before (a 410, or a pause through the API) map onto it.
+UPDATE "jobs" SET "paused_reason" = CASE WHEN "paused_reason" LIKE '%410%' THEN 'gone' ELSE 'manual' END WHERE "paused_reason" IS NOT NULL;

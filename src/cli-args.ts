@@ -1,7 +1,7 @@
 /**
  * The command line of `chime`: each command's options and help text, and one parser for all of them. `--help` (or
  * `-h`) prints a command's help on stdout and exits 0; a wrong command line prints `chime: <problem>` and the
- * command's help on stderr and exits 2, never a stack trace. Both are thrown as `UsageExit`, which the CLI's entry
+ * command's help on stderr and exits 2, never a stack trace. Both are thrown as `UsageExitError`, which the CLI's entry
  * point turns into output and an exit code.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
@@ -33,8 +33,8 @@ type ParsedValues<O extends OptionsConfig> = ReturnType<
  * A command line that ends `chime` before anything runs: help (exit 0, `text` on stdout) or a usage error (exit 2,
  * `text` on stderr).
  */
-export class UsageExit extends Error {
-  override name = 'UsageExit';
+export class UsageExitError extends Error {
+  override name = 'UsageExitError';
   constructor(
     readonly code: 0 | 2,
     readonly text: string,
@@ -206,9 +206,9 @@ ${commandList(specs)}
 }
 
 /** A usage error of `spec` (or of the whole CLI when it is a string: a group's help, or the overall usage). */
-export function usageError(spec: CommandSpec | string, problem: string | undefined): UsageExit {
+export function usageError(spec: CommandSpec | string, problem: string | undefined): UsageExitError {
   const help = typeof spec === 'string' ? spec : commandHelp(spec);
-  return new UsageExit(2, `${problem ? `chime: ${problem}\n` : ''}${help}`);
+  return new UsageExitError(2, `${problem ? `chime: ${problem}\n` : ''}${help}`);
 }
 
 /** Whether the arguments ask for help (before a `--` that ends the options). */
@@ -220,24 +220,24 @@ function wantsHelp(args: readonly string[]): boolean {
 /**
  * Finds the command `argv` (the arguments after `chime`) names.
  * @returns the command and the arguments after its name
- * @throws UsageExit for `--help`, `-h`, `help [command]` (code 0), no or an unknown command (code 2)
+ * @throws UsageExitError for `--help`, `-h`, `help [command]` (code 0), no or an unknown command (code 2)
  */
 export function resolveCommand(argv: readonly string[]): { spec: CommandSpec; args: string[] } {
   const [first, ...rest] = argv;
   if (first === undefined) throw usageError(USAGE, undefined);
-  if (first === '--help' || first === '-h') throw new UsageExit(0, USAGE);
+  if (first === '--help' || first === '-h') throw new UsageExitError(0, USAGE);
   if (first === 'help') {
     // `chime help tenant create` is `chime tenant create --help`.
-    if (rest.length === 0) throw new UsageExit(0, USAGE);
+    if (rest.length === 0) throw new UsageExitError(0, USAGE);
     const { spec } = resolveCommand([...rest, '--help']); // a group or an unknown command throws here
-    throw new UsageExit(0, commandHelp(spec));
+    throw new UsageExitError(0, commandHelp(spec));
   }
   const group = COMMANDS.filter((c) => c.name.startsWith(`${first} `));
   if (group.length > 0) {
     const spec = group.find((c) => c.name === `${first} ${rest[0]}`);
     if (spec) return { spec, args: rest.slice(1) };
     const help = groupHelp(first, group);
-    if (wantsHelp(rest)) throw new UsageExit(0, help);
+    if (wantsHelp(rest)) throw new UsageExitError(0, help);
     const sub = rest[0];
     throw usageError(help, sub === undefined || sub.startsWith('-') ? `"${first}" needs a command` : `unknown command "${first} ${sub}"`);
   }
@@ -248,11 +248,11 @@ export function resolveCommand(argv: readonly string[]): { spec: CommandSpec; ar
 
 /**
  * Parses the arguments of `spec` (after its name) with node:util parseArgs, strict and without positionals.
- * @throws UsageExit with `spec`'s help: code 0 when they contain `--help` or `-h` (whatever else they contain),
+ * @throws UsageExitError with `spec`'s help: code 0 when they contain `--help` or `-h` (whatever else they contain),
  *   code 2 for an unknown option, a missing option value or a positional argument
  */
 export function parseCommand<O extends OptionsConfig>(spec: CommandSpec<O>, args: readonly string[]): ParsedValues<O> {
-  if (wantsHelp(args)) throw new UsageExit(0, commandHelp(spec));
+  if (wantsHelp(args)) throw new UsageExitError(0, commandHelp(spec));
   let values: ParsedValues<O>;
   try {
     ({ values } = parseArgs({ args: [...args], options: { ...spec.options, ...HELP_OPTION }, strict: true, allowPositionals: false }) as {
@@ -263,7 +263,7 @@ export function parseCommand<O extends OptionsConfig>(spec: CommandSpec<O>, args
     throw usageError(spec, parseArgsProblem(err));
   }
   // Generic in O, TypeScript cannot see the `help` every command has.
-  if ((values as { help?: boolean }).help) throw new UsageExit(0, commandHelp(spec));
+  if ((values as { help?: boolean }).help) throw new UsageExitError(0, commandHelp(spec));
   return values;
 }
 

@@ -9,7 +9,7 @@ import { pino, type Logger } from 'pino';
 import type { Agent } from 'undici';
 import pkg from '../package.json' with { type: 'json' };
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { createApp, type AppDeps } from './api/app.ts';
+import { createApp } from './api/app.ts';
 import { createHousekeeper, type Housekeeper } from './dispatch/housekeeping.ts';
 import { createDispatchMetrics, registerDueBacklog } from './dispatch/metrics.ts';
 import { countDueRuns } from './store/queue/due-backlog.ts';
@@ -26,7 +26,8 @@ import { ensureJwtKey, JWKS_GRACE_MS, rotateJwtKey } from './store/jwt-keys.ts';
 import { createTenant } from './store/tenants.ts';
 import { createdTenantJson, ensureFirstTenant } from './first-tenant.ts';
 import { opsRoutes, type MetricsExposition } from './api/ops.ts';
-import { KEYS_ROTATE_JWT, LISTEN, MIGRATE, NODE, parseCommand, resolveCommand, SERVE, TENANT_CREATE, usageError, UsageExit } from './cli-args.ts';
+import { KEYS_ROTATE_JWT, LISTEN, MIGRATE, NODE, parseCommand, resolveCommand, SERVE, TENANT_CREATE, usageError, UsageExitError } from './cli-args.ts';
+import { loadWebAssets } from './console/load-node.ts';
 
 const ROLES = ['api', 'dispatcher', 'all'] as const;
 /**
@@ -36,7 +37,7 @@ const ROLES = ['api', 'dispatcher', 'all'] as const;
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
 
-/** Runs the command `argv` names; a wrong command line or `--help` throws UsageExit before anything is opened. */
+/** Runs the command `argv` names; a wrong command line or `--help` throws UsageExitError before anything is opened. */
 async function main(argv: string[]): Promise<number> {
   const { spec, args } = resolveCommand(argv);
   switch (spec) {
@@ -123,6 +124,23 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   const metrics = { contentType: registry.contentType, render: () => registry.metrics() };
 
   let dispatcher: Dispatcher | null = null;
+  // Handlers go in before the port opens: /readyz answers as soon as it does, and a SIGTERM that came before the
+  // handlers would kill the process without draining.
+  const stopRequested = new Promise<void>((resolve) => {
+    let signals = 0;
+    const onSignal = (signal: string) => {
+      signals++;
+      if (signals === 1) {
+        logger.info({ signal }, 'draining');
+        resolve();
+      } else {
+        logger.warn({ signal }, 'second signal: releasing in-flight leases now');
+        dispatcher?.drainNow();
+      }
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
   let housekeeper: Housekeeper | null = null;
   let callbackAgent: Agent | null = null;
   // A dispatcher-only process still answers /healthz, /readyz and /metrics on PORT.
@@ -144,21 +162,7 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
     await dispatcher.start();
   }
 
-  await new Promise<void>((resolve) => {
-    let signals = 0;
-    const onSignal = (signal: string) => {
-      signals++;
-      if (signals === 1) {
-        logger.info({ signal }, 'draining');
-        resolve();
-      } else {
-        logger.warn({ signal }, 'second signal: releasing in-flight leases now');
-        dispatcher?.drainNow();
-      }
-    };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
-  });
+  await stopRequested;
 
   const closing = new Promise<void>((r) => server.close(() => r()));
   await dispatcher?.stop();
@@ -171,9 +175,12 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   return 0;
 }
 
-function startApi(config: Config, rt: Runtime, logger: Logger, metrics: MetricsExposition): Promise<ServerType> {
+async function startApi(config: Config, rt: Runtime, logger: Logger, metrics: MetricsExposition): Promise<ServerType> {
+  const assets = await loadWebAssets();
+  if (!assets) logger.warn('the web assets are not built (npm run build): /console and /docs answer 503');
   const app = createApp({
     metrics,
+    assets,
     store: rt.store,
     database: rt.database,
     config: {
@@ -227,7 +234,7 @@ async function announceFirstTenant(rt: Runtime, dataDir: string, logger: Logger)
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (err) {
-  if (err instanceof UsageExit) {
+  if (err instanceof UsageExitError) {
     err.write();
     process.exitCode = err.code;
   } else if (err instanceof ConfigError || err instanceof CipherError || (err instanceof Error && err.name === 'DataDirLockedError')) {

@@ -1,7 +1,7 @@
 /**
  * `chime listen`: a local development receiver, like `stripe listen`. Point a job's callback at it and it prints
  * one block per callback: method, path, webhook-id, attempt, whether the Standard Webhooks signature verifies
- * (with `verifyWebhook`, the same code receivers import from `chime/receiver`) and, given the service's JWKS URL,
+ * (with `verifyWebhook`, the same code receivers import from `@chime/receiver`) and, given the service's JWKS URL,
  * whether `Chime-Signature` verifies; then the body, JSON pretty-printed. It answers every request `200`, so
  * Chime records the callback as delivered.
  *
@@ -19,7 +19,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { decodeSigningSecret, verifyWebhook } from './receiver.ts';
+import { decodeSigningSecret, verifyWebhook } from '@chime/receiver';
 
 export type ListenOptions = {
   /** TCP port; 0 picks a free one (see the returned `url`). */

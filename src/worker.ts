@@ -4,6 +4,8 @@
  * from here: no undici, PGlite, pino, node:fs, @hono/node-server, src/runtime.ts or src/cli.ts
  * (test/worker/import-graph.test.ts checks it). Wiring lives in src/worker/handlers.ts.
  */
+import webAssets from 'chime-web-assets';
 import { createWorkerHandlers } from './worker/handlers.ts';
 
-export default createWorkerHandlers();
+// `chime-web-assets` is dist/console/assets.json (wrangler.toml [alias]): `npm run build` writes it before a deploy.
+export default createWorkerHandlers({ assets: webAssets });

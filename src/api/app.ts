@@ -3,7 +3,6 @@
  * No Node-only imports here or below: services arrive through `deps`.
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { swaggerUI } from '@hono/swagger-ui';
 import { HTTPException } from 'hono/http-exception';
 import type { Context, MiddlewareHandler } from 'hono';
 import { authenticateApiKey } from '../store/api-keys.ts';
@@ -13,15 +12,19 @@ import type { AppDeps, AppEnv } from './env.ts';
 import { ApiError, problemResponse, schemaFieldErrors, validationError } from './problems.ts';
 import { jsonGuard, requireJsonMediaType } from './json-guard.ts';
 import { opsRoutes } from './ops.ts';
+import { consoleRoutes } from './console.ts';
 import { limitBody } from './body-limit.ts';
 import { rateLimit, TokenBuckets } from './rate-limit.ts';
 import { batchRoutes } from './routes/batch.ts';
+import { bulkRoutes } from './routes/bulk.ts';
 import { compatRoutes } from './routes/compat.ts';
 import { errorCodes } from './routes/common.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { jobLifecycleRoutes } from './routes/job-lifecycle.ts';
+import { notificationRoutes } from './routes/notifications.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { runRoutes } from './routes/runs.ts';
+import { usageRoutes } from './routes/usage.ts';
 import { bearer, signupRoutes, tenantRoutes } from './routes/tenants.ts';
 
 /** Largest request body, in bytes (API.md "Conventions"). */
@@ -85,10 +88,13 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   }
   app.route('/', tenantRoutes());
   app.route('/', batchRoutes());
+  app.route('/', bulkRoutes());
   app.route('/', jobRoutes());
   app.route('/', jobLifecycleRoutes());
   app.route('/', scheduleRoutes());
   app.route('/', runRoutes());
+  app.route('/', usageRoutes());
+  app.route('/', notificationRoutes());
   app.route('/', compatRoutes());
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
@@ -98,7 +104,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     security: [{ bearer: [] }],
   });
 
-  app.get('/docs', swaggerUI({ url: '/openapi.json' }));
+  app.route('/', consoleRoutes(deps.assets));
 
   const routes = app.routes.map((r) => ({ method: r.method, re: pathPattern(r.path) }));
   app.notFound((c) => {

@@ -2,6 +2,7 @@
 import type { Database } from '../store/db.ts';
 import type { StoreContext } from '../store/context.ts';
 import type { MetricsExposition } from './ops.ts';
+import type { WebAssets } from '../console/assets.ts';
 
 /** Resolves a callback host at registration and refuses non-public addresses (Node: DNS; Workers: none). */
 export type ResolveHost = (hostname: string) => Promise<{ ok: true } | { ok: false; reason: string }>;
@@ -40,6 +41,8 @@ export type AppDeps = {
   metrics?: MetricsExposition;
   /** Called with unexpected errors (5xx); the response never carries them. */
   onUnexpectedError?: (err: unknown) => void;
+  /** The built console and API-reference assets (absent: `/console` and `/docs` answer 503 saying how to build). */
+  assets?: WebAssets;
 };
 
 export type AppEnv = { Variables: { deps: AppDeps; tenantId: string } };

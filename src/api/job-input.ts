@@ -26,13 +26,8 @@ export async function validateCallback(
   deps: AppDeps,
 ): Promise<FieldError[]> {
   const errors: FieldError[] = [];
-  const allowPrivate = deps.config.allowPrivateDestinations;
-  const url = checkCallbackUrl(callback.url, { allowPrivate });
-  if (!url.ok) errors.push({ path: 'callback.url', message: url.reason });
-  else if (!allowPrivate && !url.hostIsIp && deps.resolveHost) {
-    const resolved = await deps.resolveHost(url.url.hostname);
-    if (!resolved.ok) errors.push({ path: 'callback.url', message: resolved.reason });
-  }
+  const refused = await destinationIssue(callback.url, deps);
+  if (refused) errors.push({ path: 'callback.url', message: refused });
   // The rule delivery also applies (src/domain/callback-headers.ts): what is accepted here can be sent as given.
   for (const { name, message } of callbackHeadersIssues(callback.headers, { hasAuthToken })) {
     errors.push({ path: `callback.headers.${name}`, message });
@@ -41,6 +36,22 @@ export async function validateCallback(
     errors.push({ path: 'payload', message: 'a GET callback carries no body' });
   }
   return errors;
+}
+
+/**
+ * Why `url` may not be called (a callback's or a notification endpoint's), or null: it must be http(s), and its host
+ * public unless private destinations are allowed; a host name must resolve to public addresses now (the
+ * connect-time guard checks again on every attempt).
+ */
+export async function destinationIssue(url: string, deps: AppDeps): Promise<string | null> {
+  const allowPrivate = deps.config.allowPrivateDestinations;
+  const checked = checkCallbackUrl(url, { allowPrivate });
+  if (!checked.ok) return checked.reason;
+  if (!allowPrivate && !checked.hostIsIp && deps.resolveHost) {
+    const resolved = await deps.resolveHost(checked.url.hostname);
+    if (!resolved.ok) return resolved.reason;
+  }
+  return null;
 }
 
 /**
@@ -89,5 +100,6 @@ export async function toJobSpec(body: JobBody, deps: AppDeps, nowMs: number): Pr
     catchUp: body.catchUp ?? 'one',
     jitterMs: body.jitterMs ?? 0,
     metadata: body.metadata ?? {},
+    pauseAfterFailures: body.pauseAfterFailures ?? 0,
   };
 }

@@ -7,7 +7,7 @@ import { HEADER_VALUE_PATTERN, MAX_HEADER_NAME_LENGTH, MAX_HEADER_VALUE_LENGTH }
 import { HTTP_METHODS, MAX_CALLBACK_HEADERS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS, DEFAULT_TIMEOUT_MS } from '../domain/job.ts';
 import { MAX_ATTEMPTS_LIMIT, MAX_BACKOFF_MS, RETRY_STRATEGIES } from '../domain/retry.ts';
 import { MAX_DATES, MIN_INTERVAL_MS } from '../domain/schedule.ts';
-import { CATCH_UP_POLICIES, DELIVERY_MODES, JOB_STATUSES, OVERLAP_POLICIES, RUN_STATUSES } from '../domain/states.ts';
+import { CATCH_UP_POLICIES, DELIVERY_MODES, JOB_STATUSES, OVERLAP_POLICIES, RUN_STATUSES, RUN_TRIGGERS } from '../domain/states.ts';
 import { STATUS_CLASS_PATTERN } from '../domain/status-codes.ts';
 
 /**
@@ -18,8 +18,12 @@ export const MAX_RELEVANCY_WINDOW_MS = 24 * 24 * 3_600_000;
 export const MAX_JITTER_MS = 24 * 3_600_000;
 export const MAX_DELAY_MS = 366 * 24 * 3_600_000;
 export const MAX_METADATA_PAIRS = 20;
+/** Largest `pauseAfterFailures` (consecutive failed runs before Chime pauses a job). */
+export const MAX_PAUSE_AFTER_FAILURES = 1000;
 
-const time = z.iso.datetime({ offset: true, precision: undefined }).openapi({ example: '2026-12-01T09:00:00.000Z' });
+/** An RFC 3339 instant with any offset (`2026-12-01T09:00:00Z`, `2026-12-01T10:00:00.000+01:00`). */
+export const InstantSchema = z.iso.datetime({ offset: true, precision: undefined }).openapi({ example: '2026-12-01T09:00:00.000Z' });
+const time = InstantSchema;
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
 export const ScheduleSchema = z
@@ -106,6 +110,7 @@ const jobFields = {
   catchUp: z.enum(CATCH_UP_POLICIES).optional(),
   jitterMs: int(0, MAX_JITTER_MS).optional(),
   key: JobKeySchema.optional(),
+  pauseAfterFailures: int(0, MAX_PAUSE_AFTER_FAILURES).optional(),
   metadata: z
     .record(z.string().min(1).max(64), z.string().max(512))
     .refine((m) => Object.keys(m).length <= MAX_METADATA_PAIRS, `at most ${MAX_METADATA_PAIRS} pairs`)
@@ -121,7 +126,9 @@ export const JobSchema = z
     name: z.string().nullable(),
     key: z.string().nullable(),
     status: z.enum(JOB_STATUSES),
-    pausedReason: z.string().nullable(),
+    pausedReason: z.enum(['manual', 'gone', 'consecutive_failures']).nullable(),
+    pauseAfterFailures: z.number(),
+    consecutiveFailures: z.number(),
     schedule: ScheduleSchema,
     callback: z.object({
       url: z.string(),
@@ -151,7 +158,7 @@ export const RunSchema = z
     runId: z.uuid(),
     jobId: z.uuid(),
     scheduledFor: z.string(),
-    trigger: z.enum(['schedule', 'manual', 'replay']),
+    trigger: z.enum(RUN_TRIGGERS),
     status: z.enum(RUN_STATUSES),
     attempts: z.number(),
     nextAttemptAt: z.string().nullable(),
@@ -159,6 +166,8 @@ export const RunSchema = z
     finishedAt: z.string().nullable(),
     responseStatus: z.number().nullable(),
     error: z.string().nullable(),
+    /** When the tenant dismissed this dead letter (`DELETE /v1/dead-letters/:runId`, or a bulk replay); null otherwise. */
+    dismissedAt: z.string().nullable(),
   })
   .openapi('Run');
 

@@ -32,12 +32,14 @@ export async function buildCallbackRequest(
     run.authTokenEnc ? keyring.openAuthToken(run.authTokenEnc) : null,
   ]);
   const jwt = await signer.sign({ sub: callback.url, jti: `${run.runId}.${run.attempt}`, body, iatSec: timestamp });
+  // A notification's deliveries share its event id (API.md), a callback's attempts their run id: the dedup key.
+  const webhookId = run.eventId ?? run.runId;
   const headers: Record<string, string> = {
     ...sendableCallbackHeaders(callback.headers ?? {}, { hasAuthToken: Boolean(authToken) }),
     'user-agent': userAgent,
-    'webhook-id': run.runId,
+    'webhook-id': webhookId,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': standardWebhookSignature(secrets, run.runId, timestamp, body),
+    'webhook-signature': standardWebhookSignature(secrets, webhookId, timestamp, body),
     'chime-signature': jwt,
     'chime-job-id': run.jobId,
     'chime-run-id': run.runId,

@@ -6,6 +6,7 @@ import { retryDelayMs, type RetryPolicy } from './retry.ts';
 import type { DeliveryMode } from './states.ts';
 import { isSuccessStatus, type StatusCodeSpec } from './status-codes.ts';
 import { isPastWindow } from './window.ts';
+import { PAUSED_REASON } from './events.ts';
 
 /** Classes of attempt failure, as recorded in the attempt log. */
 export const ERROR_CLASS = Object.freeze({
@@ -86,7 +87,7 @@ export function decideAfterAttempt(
   // The guard refuses by the address itself, so every retry would be refused the same way (API.md: it fails the run).
   if (errorClass === ERROR_CLASS.refusedDestination) return end('failed', `${error}; not retried: the destination is refused`);
   if (result.kind === 'response' && result.status === GONE) {
-    return end('failed', `${error}: the receiver asked for no more callbacks`, 'the receiver answered 410 Gone');
+    return end('failed', `${error}: the receiver asked for no more callbacks`, PAUSED_REASON.gone);
   }
   if (r.deliveryMode === 'at-most-once' && (result.kind === 'response' || result.maybeSent)) {
     return end('failed', `${error}; not re-sent (at-most-once)`);

@@ -5,6 +5,8 @@
 import { mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { drizzle } from 'drizzle-orm/pglite';
 import * as schema from './schema.ts';
 import type { Database, Db } from './db.ts';
@@ -20,7 +22,9 @@ export async function openEmbedded(dataDir: string): Promise<Database & { pg: PG
     await mkdir(dataDir, { recursive: true });
     unlock = await lockDataDir(dataDir);
   }
-  const pg = await PGlite.create(memory ? undefined : dataDir);
+  // The extensions migration 0009 creates for the job-search indexes: PGlite bundles contrib modules separately, and
+  // CREATE EXTENSION finds only those loaded here (on every open, not only the first: the indexes need them).
+  const pg = await PGlite.create(memory ? undefined : dataDir, { extensions: { pg_trgm, btree_gin } });
   const db = drizzle(pg, { schema }) as unknown as Db;
   return {
     db,

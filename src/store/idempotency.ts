@@ -87,12 +87,13 @@ export async function triggerRunIdempotently(
   requestHash: string,
   jobId: string,
   trigger: RunTrigger,
+  replayOf?: string,
 ): Promise<IdempotentRunResult> {
   return (ctx.db as Db).transaction(async (tx): Promise<IdempotentRunResult> => {
     const now = ctx.clock.now();
     const first = await claimKey(tx, tenantId, key, requestHash, now);
     if (first) return first.requestHash === requestHash && first.runId ? { kind: 'replayed', runId: first.runId } : { kind: 'mismatch' };
-    const runId = await insertTriggeredRun(tx, now, tenantId, jobId, trigger);
+    const runId = await insertTriggeredRun(tx, now, tenantId, jobId, trigger, replayOf);
     // No such job: the key stays unused (the transaction is rolled back by the caller's 404).
     if (!runId) throw new NoSuchJob();
     await recordUse(tx, tenantId, key, { runId });

@@ -5,7 +5,7 @@
  */
 import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { JobStatus } from '../domain/states.ts';
-import { jobs } from './schema.ts';
+import { jobs, jobSearchText } from './schema.ts';
 
 /** A filter over a tenant's jobs; every given part must match. */
 export type JobFilter = {
@@ -19,9 +19,9 @@ export type JobFilter = {
 
 /**
  * The text `q` searches: name and key, lower-cased, with a separator no query can span. The trigram index on jobs
- * is built on exactly this expression, so keep the two in step.
+ * (`jobs_search_idx`) is built on exactly this expression: both come from `jobSearchText` in schema.ts.
  */
-export const JOB_SEARCH_TEXT = sql`lower(coalesce(${jobs.name}, '') || chr(1) || coalesce(${jobs.key}, ''))`;
+export const JOB_SEARCH_TEXT = jobSearchText(jobs.name, jobs.key);
 
 /** `s` as a LIKE pattern that matches it literally (`\` escapes `%`, `_` and itself: PostgreSQL's default escape). */
 function likeLiteral(s: string): string {
@@ -35,7 +35,9 @@ export function jobFilterCondition(tenantId: string, filter: JobFilter): SQL {
     eq(jobs.kind, 'callback'),
     filter.jobIds ? inArray(jobs.id, [...filter.jobIds]) : undefined,
     filter.status ? eq(jobs.status, filter.status) : undefined,
-    filter.q ? sql`${JOB_SEARCH_TEXT} like ${`%${likeLiteral(filter.q.toLowerCase())}%`}` : undefined,
+    // The pattern is lower-cased by the database's lower(), as the text is: JavaScript's toLowerCase folds non-ASCII
+    // letters that lower() under a C locale (PGlite's) keeps, so `q=ÉTÉ` would miss a job named "ÉTÉ".
+    filter.q ? sql`${JOB_SEARCH_TEXT} like lower(${`%${likeLiteral(filter.q)}%`})` : undefined,
     filter.metadata && Object.keys(filter.metadata).length > 0 ? sql`${jobs.metadata} @> ${JSON.stringify(filter.metadata)}::jsonb` : undefined,
   )!;
 }

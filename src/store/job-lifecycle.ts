@@ -9,8 +9,10 @@ import { nextOccurrence } from '../domain/schedule.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type RunTrigger } from '../domain/states.ts';
 import { newId } from '../domain/ids.ts';
 import { jitterOffsetMs } from '../domain/schedule.ts';
+import { PAUSED_REASON } from '../domain/events.ts';
 import type { StoreContext } from './context.ts';
 import { announceRun, type Db, type Executor } from './db.ts';
+import { deadLetterCondition } from './runs.ts';
 import { assertActiveJobsRoom, type CreateJobOptions, type JobRow } from './jobs.ts';
 import { jobs, runs } from './schema.ts';
 import { pauseJobs } from './queue/finish-runs.ts';
@@ -28,8 +30,9 @@ export type JobChanges = Partial<Omit<JobSpec, 'authToken' | 'key'>> & {
   replace?: boolean;
 };
 
+/** Locks the tenant's own job (never a notification endpoint's hidden job) for update; null when there is none. */
 async function lockJob(tx: Executor, tenantId: string, jobId: string): Promise<JobRow | null> {
-  const [row] = await tx.select().from(jobs).where(and(eq(jobs.tenantId, tenantId), eq(jobs.id, jobId))).for('update');
+  const [row] = await tx.select().from(jobs).where(and(eq(jobs.tenantId, tenantId), eq(jobs.id, jobId), eq(jobs.kind, 'callback'))).for('update');
   return row ?? null;
 }
 
@@ -73,6 +76,7 @@ export async function updateJob(
     if (changes.catchUp !== undefined) set.catchUp = changes.catchUp;
     if (changes.jitterMs !== undefined) set.jitterMs = changes.jitterMs;
     if (changes.metadata !== undefined) set.metadata = changes.metadata;
+    if (changes.pauseAfterFailures !== undefined) set.pauseAfterFailures = changes.pauseAfterFailures;
 
     const pausing = changes.paused === true && job.status !== JOB_STATUS.paused;
     const resuming = changes.paused === false && job.status === JOB_STATUS.paused;
@@ -82,50 +86,76 @@ export async function updateJob(
       (!pausing && !staysPaused && (changes.replace === true || changes.schedule !== undefined || changes.jitterMs !== undefined));
     await tx.update(jobs).set(set).where(eq(jobs.id, jobId));
     if (pausing) {
-      await pauseJobs(tx, JSON.stringify([{ id: jobId, reason: 'paused through the API' }]), nowIso);
+      await pauseJobs(tx, JSON.stringify([{ id: jobId, reason: PAUSED_REASON.manual }]), nowIso);
     } else if (replan) {
       const schedule = (changes.schedule ?? job.schedule) as JobSpec['schedule'];
-      const jitterMs = changes.jitterMs ?? job.jitterMs;
-      const next = nextOccurrence(schedule, now - 1);
-      await planNextRun(tx, { tenantId, jobId, nextMs: next, jitterMs, nowMs: now });
-      await tx
-        .update(jobs)
-        .set({
-          status: next === null ? JOB_STATUS.completed : JOB_STATUS.active,
-          pausedReason: null,
-          nextRunAt: next === null ? null : new Date(next),
-        })
-        .where(eq(jobs.id, jobId));
+      // A resume starts the count of failures in a row afresh (API.md "pauseAfterFailures").
+      await replanJobs(tx, [{ tenantId, jobId, schedule, jitterMs: changes.jitterMs ?? job.jitterMs }], now, { resetFailures: resuming });
     }
     const [updated] = await tx.select().from(jobs).where(eq(jobs.id, jobId));
     return updated!;
   });
 }
 
+/** A job to re-plan from now (`replanJobs`): its schedule, and its jitter in ms. */
+export type Replan = { tenantId: string; jobId: string; schedule: JobSpec['schedule']; jitterMs: number };
+
 /**
- * Makes `nextMs` the job's one pending scheduled occurrence: other pending scheduled runs are canceled, and the
- * occurrence is inserted, or revived if an earlier pause or change had canceled it (the unique
- * `(job_id, scheduled_for)` row is reused rather than lost).
+ * Re-plans jobs from `nowMs` (epoch ms), as a resume or a schedule change does: each job's first occurrence at or after
+ * now becomes its one pending scheduled run (`planNextRuns`), and the job becomes `active` with that `nextRunAt`, or
+ * `completed` when none is left, its `pausedReason` cleared. A fixed number of statements however many jobs (a bulk
+ * resume passes up to 10,000). Run it in the caller's transaction with the jobs locked (`FOR UPDATE`).
+ * @param opts.resetFailures also zero `consecutiveFailures` (a resume starts the count afresh)
  */
-export async function planNextRun(
-  tx: Executor,
-  p: { tenantId: string; jobId: string; nextMs: number | null; jitterMs: number; nowMs: number },
-): Promise<void> {
-  const nowIso = new Date(p.nowMs).toISOString();
-  const nextIso = p.nextMs === null ? null : new Date(p.nextMs).toISOString();
-  await tx.execute(sql`update runs set status = 'canceled', finished_at = ${nowIso}::timestamptz, next_attempt_at = null,
+export async function replanJobs(tx: Executor, list: readonly Replan[], nowMs: number, opts: { resetFailures?: boolean } = {}): Promise<void> {
+  if (list.length === 0) return;
+  const plans = list.map((j) => ({ tenantId: j.tenantId, jobId: j.jobId, nextMs: nextOccurrence(j.schedule, nowMs - 1), jitterMs: j.jitterMs }));
+  await planNextRuns(tx, plans, nowMs);
+  const rows = JSON.stringify(plans.map((p) => ({ id: p.jobId, tenant_id: p.tenantId, next_at: p.nextMs === null ? null : new Date(p.nextMs).toISOString() })));
+  await tx.execute(sql`update jobs j
+    set status = case when v.next_at is null then ${JOB_STATUS.completed} else ${JOB_STATUS.active} end, paused_reason = null,
+        next_run_at = v.next_at, updated_at = ${new Date(nowMs).toISOString()}::timestamptz
+        ${opts.resetFailures ? sql`, consecutive_failures = 0` : sql``}
+    from jsonb_to_recordset(${rows}::jsonb) as v(id uuid, tenant_id uuid, next_at timestamptz)
+    where j.id = v.id and j.tenant_id = v.tenant_id`);
+}
+
+/** A job's next occurrence (`nextMs`, epoch ms; null: none left) with its jitter in ms, for `planNextRuns`. */
+export type PlannedRun = { tenantId: string; jobId: string; nextMs: number | null; jitterMs: number };
+
+/**
+ * Makes each plan's `nextMs` its job's one pending scheduled occurrence: the job's other pending scheduled runs are
+ * canceled, and the occurrence is inserted, or revived if an earlier pause or change had canceled it (the unique
+ * `(job_id, scheduled_for)` row is reused rather than lost). Three statements and at most one NOTIFY, whatever the
+ * number of plans (one job each).
+ */
+export async function planNextRuns(tx: Executor, plans: readonly PlannedRun[], nowMs: number): Promise<void> {
+  if (plans.length === 0) return;
+  const nowIso = new Date(nowMs).toISOString();
+  const due: number[] = [];
+  const rows = plans.map((p) => {
+    const dueMs = p.nextMs === null ? null : p.nextMs + jitterOffsetMs(p.jobId, p.jitterMs);
+    if (dueMs !== null) due.push(dueMs);
+    const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+    return { id: newId(), tenant_id: p.tenantId, job_id: p.jobId, next_at: iso(p.nextMs), due_at: iso(dueMs) };
+  });
+  const json = JSON.stringify(rows);
+  // Times travel as ISO text (exact to the ms), not epoch numbers: `is distinct from` compares them with stored values.
+  await tx.execute(sql`update runs r set status = 'canceled', finished_at = ${nowIso}::timestamptz, next_attempt_at = null,
       error = 'superseded by a schedule change'
-    where job_id = ${p.jobId} and status = 'scheduled' and trigger = 'schedule'
-      and scheduled_for is distinct from ${nextIso}::timestamptz`);
-  if (p.nextMs === null) return;
-  const dueAt = new Date(p.nextMs + jitterOffsetMs(p.jobId, p.jitterMs)).toISOString();
+    from jsonb_to_recordset(${json}::jsonb) as v(job_id uuid, tenant_id uuid, next_at timestamptz)
+    where r.job_id = v.job_id and r.tenant_id = v.tenant_id and r.status = 'scheduled' and r.trigger = 'schedule'
+      and r.scheduled_for is distinct from v.next_at`);
+  if (due.length === 0) return;
   await tx.execute(sql`insert into runs (id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
-    values (${newId()}, ${p.tenantId}, ${p.jobId}, ${nextIso}::timestamptz, 'schedule', 'scheduled', ${dueAt}::timestamptz, ${nowIso}::timestamptz)
+    select v.id, v.tenant_id, v.job_id, v.next_at, 'schedule', 'scheduled', v.due_at, ${nowIso}::timestamptz
+    from jsonb_to_recordset(${json}::jsonb) as v(id uuid, tenant_id uuid, job_id uuid, next_at timestamptz, due_at timestamptz)
+    where v.next_at is not null
     on conflict (job_id, scheduled_for) where trigger = 'schedule'
     do update set status = 'scheduled', next_attempt_at = excluded.next_attempt_at, error = null, finished_at = null,
                   attempts = 0, started_at = null
     where runs.status in ('scheduled', 'canceled')`);
-  await announceRun(tx, Date.parse(dueAt), p.nowMs);
+  await announceRun(tx, Math.min(...due), nowMs);
 }
 
 /**
@@ -137,14 +167,37 @@ export async function cancelJob(ctx: StoreContext, tenantId: string, jobId: stri
   return (ctx.db as Db).transaction(async (tx) => {
     const job = await lockJob(tx, tenantId, jobId);
     if (!job) return false;
-    const now = new Date(ctx.clock.now());
-    await tx.update(jobs).set({ status: JOB_STATUS.canceled, nextRunAt: null, updatedAt: now }).where(eq(jobs.id, jobId));
-    await tx
-      .update(runs)
-      .set({ status: RUN_STATUS.canceled, finishedAt: now, nextAttemptAt: null, error: 'job canceled' })
-      .where(and(eq(runs.jobId, jobId), inArray(runs.status, [RUN_STATUS.scheduled, RUN_STATUS.retrying])));
+    await cancelJobs(tx, tenantId, [jobId], ctx.clock.now());
     return true;
   });
+}
+
+/**
+ * Cancels jobs of one tenant, as `DELETE /v1/jobs/:jobId` does each: status `canceled`, no `nextRunAt`, their waiting
+ * runs (`scheduled`, `retrying`) canceled; running ones finish. Two statements however many jobs (a bulk cancel passes
+ * up to 10,000). Run it in the caller's transaction with the jobs locked (`FOR UPDATE`).
+ * @param nowMs the cancel's time, epoch ms: the jobs' `updatedAt` and the runs' `finishedAt`
+ */
+export async function cancelJobs(tx: Executor, tenantId: string, jobIds: readonly string[], nowMs: number): Promise<void> {
+  if (jobIds.length === 0) return;
+  const now = new Date(nowMs);
+  const ids = uuidArray(jobIds);
+  await tx
+    .update(jobs)
+    .set({ status: JOB_STATUS.canceled, nextRunAt: null, updatedAt: now })
+    .where(and(eq(jobs.tenantId, tenantId), sql`${jobs.id} = any(${ids}::uuid[])`));
+  await tx
+    .update(runs)
+    .set({ status: RUN_STATUS.canceled, finishedAt: now, nextAttemptAt: null, error: 'job canceled' })
+    .where(and(eq(runs.tenantId, tenantId), sql`${runs.jobId} = any(${ids}::uuid[])`, inArray(runs.status, [RUN_STATUS.scheduled, RUN_STATUS.retrying])));
+}
+
+/**
+ * Ids as one PostgreSQL array literal (`{a,b}`), for `= any($1::uuid[])`: one parameter however many ids, where
+ * `inArray` binds one each (10,000 in a bulk action). The ids must be UUIDs (they come from rows or validated input).
+ */
+export function uuidArray(ids: readonly string[]): string {
+  return `{${ids.join(',')}}`;
 }
 
 /**
@@ -152,16 +205,31 @@ export async function cancelJob(ctx: StoreContext, tenantId: string, jobId: stri
  * @returns the run id, or null when the tenant has no such job
  * @throws JobStateError for a canceled job
  */
-export async function triggerRun(ctx: StoreContext, tenantId: string, jobId: string, trigger: RunTrigger = RUN_TRIGGER.manual): Promise<string | null> {
-  return (ctx.db as Db).transaction((tx) => insertTriggeredRun(tx, ctx.clock.now(), tenantId, jobId, trigger));
+export async function triggerRun(
+  ctx: StoreContext,
+  tenantId: string,
+  jobId: string,
+  trigger: RunTrigger = RUN_TRIGGER.manual,
+  replayOf?: string,
+): Promise<string | null> {
+  return (ctx.db as Db).transaction((tx) => insertTriggeredRun(tx, ctx.clock.now(), tenantId, jobId, trigger, replayOf));
 }
 
 /**
  * `triggerRun` inside the caller's transaction `tx` (which `Idempotency-Key` shares), at `nowMs` (epoch ms).
+ * @param replayOf the run this one replays: when it is a dead letter of the tenant it is dismissed in the same
+ *   transaction, as a bulk replay dismisses each (no longer listed, never replayed twice by a later bulk call)
  * @returns the new run's id, or null when the tenant has no such job
  * @throws JobStateError when the job is canceled
  */
-export async function insertTriggeredRun(tx: Executor, nowMs: number, tenantId: string, jobId: string, trigger: RunTrigger): Promise<string | null> {
+export async function insertTriggeredRun(
+  tx: Executor,
+  nowMs: number,
+  tenantId: string,
+  jobId: string,
+  trigger: RunTrigger,
+  replayOf?: string,
+): Promise<string | null> {
   const job = await lockJob(tx, tenantId, jobId);
   if (!job) return null;
   if (job.status === JOB_STATUS.canceled) throw new JobStateError('the job is canceled');
@@ -176,6 +244,9 @@ export async function insertTriggeredRun(tx: Executor, nowMs: number, tenantId: 
     nextAttemptAt: new Date(nowMs),
     createdAt: new Date(nowMs),
   });
+  if (replayOf) {
+    await tx.update(runs).set({ dismissedAt: new Date(nowMs) }).where(and(deadLetterCondition(tenantId), eq(runs.id, replayOf)));
+  }
   await announceRun(tx, nowMs, nowMs);
   return id;
 }

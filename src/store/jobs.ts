@@ -5,11 +5,12 @@
 import { and, desc, eq, lt, sql, type SQL } from 'drizzle-orm';
 import type { JobSpec } from '../domain/job.ts';
 import { jitterOffsetMs, nextOccurrence } from '../domain/schedule.ts';
-import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type JobStatus } from '../domain/states.ts';
+import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
-import { announcement, query, RUNS_CHANNEL, type Db, type Executor } from './db.ts';
+import { announcement, query, RUNS_CHANNEL, type Executor } from './db.ts';
 import { newId } from '../domain/ids.ts';
-import { jobs, runs } from './schema.ts';
+import { jobFilterCondition, type JobFilter } from './job-filter.ts';
+import { jobs } from './schema.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
 
@@ -57,10 +58,11 @@ export async function activeJobsRoom(
   const estimate = ctx.openJobs?.room(tenantId, maxActiveJobs, adding);
   if (estimate != null) return estimate;
   // The statuses are literals, as in the partial index's predicate: parameters would keep the planner off the index.
+  // A notification endpoint's hidden job is not the tenant's job: it does not count.
   const [row] = await query<{ n: number | string }>(
     ctx.db,
     sql`select count(*) as n from (select 1 from jobs where tenant_id = ${tenantId}
-          and status in ('active', 'paused') limit ${maxActiveJobs}) open_jobs`,
+          and status in ('active', 'paused') and kind = 'callback' limit ${maxActiveJobs}) open_jobs`,
   );
   const open = Number(row?.n ?? 0);
   ctx.openJobs?.counted(tenantId, open);
@@ -238,28 +240,39 @@ export async function getJobByKey(ctx: StoreContext, tenantId: string, key: stri
   return row ?? null;
 }
 
+/** What `GET /v1/jobs` asks for: a filter (job-filter.ts), and a page of `limit` jobs after `cursor`. */
+export type ListJobsOptions = Omit<JobFilter, 'jobIds'> & {
+  /** Jobs per page (the API allows 1..100). */
+  limit: number;
+  /** The last job id of the previous page; absent for the first. */
+  cursor?: string;
+};
+
 /**
- * The tenant's jobs, newest first, `limit` at a time after the `cursor` (the last job id of the previous page).
- * @returns the page and the cursor of the next one (null at the end)
+ * The statement `listJobs` sends (not yet run), for tests that EXPLAIN it: the tenant's own jobs matching the filter
+ * (`jobFilterCondition`: never a hidden notification job), below `cursor`, newest first (ids are UUID v7), `limit + 1`
+ * rows so that `page` can tell whether another page follows.
  */
-export async function listJobs(
-  ctx: StoreContext,
-  tenantId: string,
-  opts: { status?: JobStatus; limit: number; cursor?: string },
-): Promise<{ items: JobRow[]; nextCursor: string | null }> {
-  const rows = await ctx.db
+export function listJobsQuery(db: Executor, tenantId: string, opts: ListJobsOptions) {
+  const { limit, cursor, ...filter } = opts;
+  return db
     .select()
     .from(jobs)
-    .where(
-      and(
-        eq(jobs.tenantId, tenantId),
-        opts.status ? eq(jobs.status, opts.status) : undefined,
-        opts.cursor ? lt(jobs.id, opts.cursor) : undefined,
-      ),
-    )
+    .where(and(jobFilterCondition(tenantId, filter), cursor ? lt(jobs.id, cursor) : undefined))
     .orderBy(desc(jobs.id))
-    .limit(opts.limit + 1);
-  return page(rows, opts.limit);
+    .limit(limit + 1);
+}
+
+/**
+ * The tenant's jobs matching `opts` (status, `q`: a case-insensitive substring of name or key, `metadata`: pairs
+ * that must all be present), newest first, `limit` at a time after the `cursor` (the last job id of the previous
+ * page). `q` is served by the trigram index `jobs_search_idx`, `metadata` by `jobs_metadata_idx`, and a list without
+ * either (or with a `q` that matches many jobs) by walking `jobs_tenant_idx` backwards: the planner picks by the
+ * statistics.
+ * @returns the page and the cursor of the next one (null at the end)
+ */
+export async function listJobs(ctx: StoreContext, tenantId: string, opts: ListJobsOptions): Promise<{ items: JobRow[]; nextCursor: string | null }> {
+  return page(await listJobsQuery(ctx.db, tenantId, opts), opts.limit);
 }
 
 /** Splits `limit + 1` rows into a page and the cursor of the next (the last id shown). */

@@ -1,7 +1,8 @@
 /** Runs and their attempt log, read side, scoped by tenant. */
-import { and, asc, desc, eq, isNull, lt, ne, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, isNull, lt, ne, type SQL } from 'drizzle-orm';
 import { RUN_STATUS, type RunStatus } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
+import type { Executor } from './db.ts';
 import { page } from './jobs.ts';
 import { attempts, runs } from './schema.ts';
 
@@ -33,6 +34,50 @@ export async function listRuns(
   return page(rows, opts.limit);
 }
 
+/** What the tenant-wide runs feed (`GET /v1/runs`) asks for; every given part must match. */
+export type TenantRunsOptions = ListOpts & {
+  /** Only this job's runs (the caller has checked it is a UUID; another tenant's job simply matches nothing). */
+  jobId?: string;
+  /** Runs scheduled at or after this instant (inclusive). */
+  since?: Date;
+  /** Runs scheduled before this instant (exclusive). */
+  until?: Date;
+};
+
+/**
+ * The statement `listTenantRuns` sends (not yet run), for tests that EXPLAIN it: the tenant's runs, never a
+ * notification's delivery (those belong to hidden jobs), newest first (ids are UUID v7), `limit + 1` rows.
+ * Served by `runs_tenant_idx` (tenant_id, id) walked backwards, or by `runs_job_idx` with `jobId`; `since`/`until`
+ * and `status` filter along the way (no index of their own: each would cost every run's insert on the hot path).
+ */
+export function tenantRunsQuery(db: Executor, tenantId: string, opts: TenantRunsOptions) {
+  return db
+    .select()
+    .from(runs)
+    .where(
+      and(
+        eq(runs.tenantId, tenantId),
+        ne(runs.trigger, 'notification'),
+        opts.jobId ? eq(runs.jobId, opts.jobId) : undefined,
+        opts.status ? eq(runs.status, opts.status) : undefined,
+        opts.since ? gte(runs.scheduledFor, opts.since) : undefined,
+        opts.until ? lt(runs.scheduledFor, opts.until) : undefined,
+        opts.cursor ? lt(runs.id, opts.cursor) : undefined,
+      ),
+    )
+    .orderBy(desc(runs.id))
+    .limit(opts.limit + 1);
+}
+
+/**
+ * Every run of the tenant's jobs matching `opts`, newest first, `limit` at a time after `cursor` (the last run id of
+ * the previous page).
+ * @returns the page and the cursor of the next one (null at the end)
+ */
+export async function listTenantRuns(ctx: StoreContext, tenantId: string, opts: TenantRunsOptions): Promise<{ items: RunRow[]; nextCursor: string | null }> {
+  return page(await tenantRunsQuery(ctx.db, tenantId, opts), opts.limit);
+}
+
 /**
  * A dead letter of the tenant: a run that ended `failed`, not dismissed, and not a notification's delivery (the
  * predicate of the partial index `runs_tenant_dead_idx`, so lists read it in order).
@@ -41,28 +86,36 @@ export function deadLetterCondition(tenantId: string): SQL {
   return and(eq(runs.tenantId, tenantId), eq(runs.status, RUN_STATUS.failed), isNull(runs.dismissedAt), ne(runs.trigger, 'notification'))!;
 }
 
-/** The tenant's dead letters (`deadLetterCondition`), newest first. */
-export async function listDeadLetters(
-  ctx: StoreContext,
-  tenantId: string,
-  opts: Omit<ListOpts, 'status'>,
-): Promise<{ items: RunRow[]; nextCursor: string | null }> {
-  const rows = await ctx.db
+/**
+ * The statement `listDeadLetters` sends (not yet run), for tests that EXPLAIN it: the tenant's dead letters
+ * (`deadLetterCondition`) below `cursor`, newest first, `limit + 1` rows, read in order from `runs_tenant_dead_idx`.
+ */
+export function deadLettersQuery(db: Executor, tenantId: string, opts: Omit<ListOpts, 'status'>) {
+  return db
     .select()
     .from(runs)
     .where(and(deadLetterCondition(tenantId), opts.cursor ? lt(runs.id, opts.cursor) : undefined))
     .orderBy(desc(runs.id))
     .limit(opts.limit + 1);
-  return page(rows, opts.limit);
 }
 
-/** A run of the tenant with its attempts in order, or null. */
+/** The tenant's dead letters (`deadLetterCondition`), newest first, `limit` at a time after `cursor`. */
+export async function listDeadLetters(
+  ctx: StoreContext,
+  tenantId: string,
+  opts: Omit<ListOpts, 'status'>,
+): Promise<{ items: RunRow[]; nextCursor: string | null }> {
+  return page(await deadLettersQuery(ctx.db, tenantId, opts), opts.limit);
+}
+
+/** A run of the tenant with its attempts in order, or null (also for another tenant's run or a notification's delivery). */
 export async function getRun(
   ctx: StoreContext,
   tenantId: string,
   runId: string,
 ): Promise<{ run: RunRow; attempts: AttemptRow[] } | null> {
-  const [run] = await ctx.db.select().from(runs).where(and(eq(runs.tenantId, tenantId), eq(runs.id, runId)));
+  // A notification's delivery is not the tenant's run (its history is the endpoint's deliveries).
+  const [run] = await ctx.db.select().from(runs).where(and(eq(runs.tenantId, tenantId), eq(runs.id, runId), ne(runs.trigger, 'notification')));
   if (!run) return null;
   const log = await ctx.db.select().from(attempts).where(eq(attempts.runId, runId)).orderBy(asc(attempts.attempt));
   return { run, attempts: log };

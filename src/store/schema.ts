@@ -5,8 +5,9 @@
  * Hot path: runs waiting to fire (`scheduled`, `retrying`) sit in the partial index `runs_due_idx` on
  * `next_attempt_at`, so claiming costs the same whatever the number of jobs or of finished runs (DESIGN.md).
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import {
+  type AnyPgColumn,
   boolean,
   index,
   integer,
@@ -71,6 +72,15 @@ export const jwtKeys = pgTable('jwt_keys', {
 });
 
 /**
+ * The text a job search (`GET /v1/jobs?q=`) matches: name and key, lower-cased, joined by a separator (chr(1)) that
+ * no query can span. One function for the index `jobs_search_idx` and the query (`JOB_SEARCH_TEXT` in
+ * job-filter.ts): PostgreSQL uses an expression index only for a query whose expression is the same.
+ */
+export function jobSearchText(name: AnyPgColumn, key: AnyPgColumn): SQL {
+  return sql`lower(coalesce(${name}, '') || chr(1) || coalesce(${key}, ''))`;
+}
+
+/**
  * Jobs, and their runs below, carry no foreign key (jobs to tenants, runs to jobs): registration writes a job and its
  * first run per job, and the check a foreign key makes on each inserted row (a lookup and a KEY SHARE lock of the
  * parent, one per row) measured ~33 µs per job, half of PostgreSQL's cost of a 1,000-job batch. Every insert already
@@ -115,8 +125,16 @@ export const jobs = pgTable(
   (t) => [
     index('jobs_tenant_idx').on(t.tenantId, t.id),
     uniqueIndex('jobs_tenant_key_idx').on(t.tenantId, t.key).where(sql`${t.key} is not null`),
-    // The active-jobs quota counts these on every job creation: only open jobs, whatever the tenant's history.
-    index('jobs_tenant_open_idx').on(t.tenantId).where(sql`${t.status} in ('active', 'paused')`),
+    // The active-jobs quota counts these on every job creation: only open jobs of the tenant's own (not the hidden
+    // jobs of notification endpoints), whatever the tenant's history; the predicate is the count's, so it reads the
+    // index only.
+    index('jobs_tenant_open_idx').on(t.tenantId).where(sql`${t.status} in ('active', 'paused') and ${t.kind} = 'callback'`),
+    // Job search (`GET /v1/jobs?q=&metadata.<key>=`, bulk actions): trigrams of the search text (pg_trgm) and the
+    // metadata's key/value paths, each led by tenant_id (a uuid in GIN through btree_gin), so one bitmap index scan
+    // finds the tenant's matches and never the other tenants' (which a single-column index would fetch and filter
+    // away). The opclass is written into the expression: drizzle's `.op()` exists on columns only.
+    index('jobs_search_idx').using('gin', t.tenantId, sql`(${jobSearchText(t.name, t.key)}) gin_trgm_ops`),
+    index('jobs_metadata_idx').using('gin', t.tenantId, t.metadata.op('jsonb_path_ops')),
   ],
 );
 
@@ -215,7 +233,9 @@ export const notificationEndpoints = pgTable(
   'notification_endpoints',
   {
     id: uuid('id').primaryKey(),
-    tenantId: uuid('tenant_id').notNull(),
+    tenantId: uuid('tenant_id')
+      .notNull()
+      .references(() => tenants.id, { onDelete: 'cascade' }),
     url: text('url').notNull(),
     /** The event types it subscribes to (a JSON array of strings). */
     events: jsonb('events').notNull(),

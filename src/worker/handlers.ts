@@ -22,6 +22,7 @@ import { createFetchDeliver, type FetchFn } from './fetch-deliver.ts';
 import { createWorkerLogger, type LogSink, type WorkerLogger } from './log.ts';
 import { runTick, type TickReport } from './tick.ts';
 import type { ExecutionContext, ScheduledController, WorkerEnv } from './types.ts';
+import type { WebAssets } from '../console/assets.ts';
 
 /** Services of the handlers; every one has a production default. */
 export type WorkerServices = {
@@ -34,6 +35,8 @@ export type WorkerServices = {
   logSink?: LogSink;
   /** Called with each tick's report (tests; the report is also logged). */
   onTick?: (report: TickReport) => void;
+  /** The built console and API-reference assets (src/worker.ts passes the build's manifest; absent: 503 pages). */
+  assets?: WebAssets;
 };
 
 /** The module-syntax Worker: what `src/worker.ts` exports as default. */
@@ -90,6 +93,7 @@ export function createWorkerHandlers(services: WorkerServices = {}): WorkerHandl
           limits: { ...wc.config.limits, ratePerSecond: 0 },
         },
         onUnexpectedError: (err) => log.error({ err, path: new URL(request.url).pathname }, 'unexpected error in a request'),
+        assets: services.assets,
       });
       try {
         return await app.fetch(request);

@@ -123,7 +123,7 @@ const previewBody = fc.constantFrom(...SCHEDULES).map((schedule) => ({ schedule,
 const queryString = fc
   .array(
     fc.tuple(
-      fc.constantFrom('limit', 'cursor', 'status', 'x', ''),
+      fc.constantFrom('limit', 'cursor', 'status', 'days', 'x', ''),
       fc.oneof(
         fc.constantFrom('1', '0', '-1', '100', '101', '1e2', '0x10', ' 5', 'NaN', 'Infinity', '00000000-0000-7000-8000-000000000000', 'active', 'failed', '%ZZ', '%C3', '%00', '%ED%A0%80'),
         fc.uint8Array({ maxLength: 12 }).map((bytes) => [...bytes].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')),
@@ -225,7 +225,24 @@ describe.each(DATABASE_TARGETS)('fuzzing the write routes ($kind)', (target) => 
     await run(bodiesFrom(fc.constant({ name: 'n' }), ['name', 'extra']), 250, (b) => check(admin, 'POST', '/v1/tenants', b), [{ json: { name: 'a\u0000' } }]);
     await run(bodiesFrom(fc.constant({ name: 'ci', expiresAt: '2031-01-01T00:00:00Z' }), ['name', 'expiresAt', 'extra']), 300, (b) => check(tenant.api, 'POST', '/v1/api-keys', b));
     await run(bodiesFrom(fc.constant({}), ['x']), 20, (b) => check(tenant.api, 'POST', '/v1/signing-secrets/rotate', b));
+    const endpointBody = fc.constant({ url: URL_OK, events: ['run.failed', 'job.paused'], description: 'ops' });
+    await run(bodiesFrom(endpointBody, ['url', 'events', 'events.0', 'events.1', 'description', 'extra']), 200, (b) => check(tenant.api, 'POST', '/v1/notification-endpoints', b));
     await run(fc.tuple(fc.oneof(fc.constant(runId), pathSegment), bodiesFrom(fc.constant({}), ['x'])), 60, ([id, b]) => check(tenant.api, 'POST', `/v1/runs/${id}/replay`, b));
+  }, 240_000);
+
+  it('bulk actions and dead-letter dismissal', async () => {
+    const check = checker();
+    const replayBody = fc.constantFrom({}, { jobId }, { runIds: [runId] }, { since: '2026-01-01T00:00:00Z', until: '2031-01-01T00:00:00+01:00' });
+    await run(bodiesFrom(replayBody, ['runIds', 'runIds.0', 'jobId', 'since', 'until', 'extra']), 200, (b) => check(tenant.api, 'POST', '/v1/dead-letters/replay', b));
+    const bulkBody = fc.constantFrom(
+      { action: 'pause', filter: { metadata: { team: 'fuzz' } } },
+      { action: 'resume', filter: { q: 'nothing-matches', status: 'paused' } },
+      { action: 'cancel', filter: { jobIds: ['00000000-0000-7000-8000-000000000000'] } },
+    );
+    await run(bodiesFrom(bulkBody, ['action', 'filter', 'filter.jobIds', 'filter.jobIds.0', 'filter.status', 'filter.q', 'filter.metadata', 'filter.metadata.team', 'extra']), 300, (b) =>
+      check(tenant.api, 'POST', '/v1/jobs/bulk', b),
+    );
+    await run(fc.tuple(fc.oneof(fc.constant(runId), pathSegment), bodiesFrom(fc.constant({}), ['x'])), 60, ([id, b]) => check(tenant.api, 'DELETE', `/v1/dead-letters/${id}`, b));
   }, 240_000);
 
   it('the compatibility routes', async () => {
@@ -237,8 +254,26 @@ describe.each(DATABASE_TARGETS)('fuzzing the write routes ($kind)', (target) => 
 
   it('query strings of the lists', async () => {
     const check = checker();
-    const lists = fc.constantFrom('/v1/jobs', `/v1/jobs/${jobId}/runs`, '/v1/dead-letters', `/jobs/${jobId}/runs`, '/v1/api-keys');
+    const lists = fc.constantFrom('/v1/jobs', `/v1/jobs/${jobId}/runs`, '/v1/dead-letters', `/jobs/${jobId}/runs`, '/v1/api-keys', '/v1/runs', '/v1/notification-endpoints', '/v1/usage');
     await run(fc.tuple(lists, queryString), 500, ([path, q]) => check(tenant.api, 'GET', `${path}${q}`, undefined));
+    // `?days=` of the usage report: 200 for an integer in 1..90, else a 400 problem naming `days`.
+    const days = fc.oneof(
+      fc.integer({ min: -1000, max: 1000 }).map(String),
+      fc.constantFrom('', 'abc', '1.5', 'NaN', 'Infinity', '-0.5', '1e3', '%00', '%ZZ', '%C3', '%ED%A0%80', '9'.repeat(400)),
+    );
+    await run(days, 200, async (d) => {
+      const r = await check(tenant.api, 'GET', `/v1/usage?days=${d}`, undefined);
+      const ok = /^-?\d+$/.test(d) && Number(d) >= 1 && Number(d) <= 90;
+      expect(r.status, `days=${d}`).toBe(ok ? 200 : 400);
+      if (ok) expect(r.body.daily, `days=${d}`).toHaveLength(Number(d));
+      else expect(r.body.errors.map((e: { path: string }) => e.path), `days=${d}`).toEqual(['days']);
+    });
+    // The search and feed parameters, with the same generated values.
+    const searchParam = fc.constantFrom('q', 'metadata', 'metadata.', 'metadata.team', 'metadata.__proto__', 'jobId', 'since', 'until', 'status');
+    const searchQuery = fc
+      .array(fc.tuple(searchParam, queryString.map((q) => q.split('=')[1] ?? '')), { maxLength: 4 })
+      .map((pairs) => (pairs.length ? `?${pairs.map(([k, v]) => `${k}=${v}`).join('&')}` : ''));
+    await run(fc.tuple(fc.constantFrom('/v1/jobs', '/v1/runs'), searchQuery), 400, ([path, q]) => check(tenant.api, 'GET', `${path}${q}`, undefined));
   }, 240_000);
 
   it('refuses what PostgreSQL cannot store, naming the field; per job in a batch', async () => {
@@ -277,10 +312,13 @@ describe.each(DATABASE_TARGETS)('fuzzing the write routes ($kind)', (target) => 
       [tenant.api, 'POST', '/jobs', { name: 'c', cronExpr: '0 0 * * *', handlerUrl: URL_OK }],
       [tenant.api, 'PATCH', `/jobs/${jobId}`, { paused: true }],
       [tenant.api, 'POST', `/jobs/${jobId}/trigger`, {}],
+      [tenant.api, 'POST', '/v1/notification-endpoints', { url: URL_OK, events: ['run.failed'] }],
+      [tenant.api, 'POST', '/v1/dead-letters/replay', { jobId }],
+      [tenant.api, 'POST', '/v1/jobs/bulk', { action: 'pause', filter: { q: 'none' } }],
       [admin, 'POST', '/v1/tenants', { name: 'n' }],
     ];
     // Names that no body knows: printable, not a field of any route, not a JS prototype key.
-    const KNOWN = new Set(['name', 'schedule', 'callback', 'payload', 'retry', 'relevancyWindowMs', 'deliveryMode', 'overlapPolicy', 'catchUp', 'jitterMs', 'key', 'metadata', 'jobs', 'paused', 'count', 'expiresAt', 'cronExpr', 'handlerUrl', 'timeout', 'retries', '__proto__']);
+    const KNOWN = new Set(['url', 'events', 'description', 'action', 'filter', 'runIds', 'jobId', 'since', 'until', 'name', 'schedule', 'callback', 'payload', 'retry', 'relevancyWindowMs', 'deliveryMode', 'overlapPolicy', 'catchUp', 'jitterMs', 'key', 'metadata', 'jobs', 'paused', 'count', 'expiresAt', 'cronExpr', 'handlerUrl', 'timeout', 'retries', '__proto__']);
     const unknownName = fc.string({ minLength: 1, maxLength: 20 }).filter((k) => !KNOWN.has(k) && unstorable(k) === null);
     // Values PostgreSQL could store, within the body limit: else the storability check or the limit answers first.
     const storable = jsonish.filter((v) => unstorableFields(v, MAX_JSON_DEPTH - 1).length === 0 && JSON.stringify(v).length < 16_384);

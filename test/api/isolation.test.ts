@@ -13,8 +13,8 @@ import type { ApiResponse, TestTenant } from '../support/api.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { T0 } from '../support/store.ts';
 
-/** Routes without tenant data: operations, documentation, and tenant creation (admin token). */
-const NOT_TENANT_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/.well-known/jwks.json', '/openapi.json', '/docs', '/v1/tenants']);
+/** Routes without tenant data: operations, documentation, the console's static pages, and tenant creation (admin token). */
+const NOT_TENANT_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/.well-known/jwks.json', '/openapi.json', '/docs', '/console', '/console/*', '/v1/tenants']);
 
 const jobBody = (extra: Record<string, unknown> = {}) => ({
   schedule: { type: 'delay', delayMs: 3_600_000 },
@@ -30,10 +30,11 @@ function expectNotFound(r: ApiResponse, what: string): void {
 }
 
 /** Tenant A and its ids; A has a job under each name of `keys` (the first is `jobId`). */
-type A = { tenant: TestTenant; jobId: string; keys: { post: string; batch: string; put: string }; runId: string; failedRunId: string; keyId: string };
+type A = { tenant: TestTenant; jobId: string; keys: { post: string; batch: string; put: string }; runId: string; failedRunId: string; keyId: string; endpointId: string };
 type Case = (b: TestTenant, a: A) => Promise<void>;
 
 const ids = (list: { jobId?: string; runId?: string; keyId?: string }[]) => list.map((x) => x.jobId ?? x.runId ?? x.keyId);
+const runIds = (list: { runId: string }[]) => list.map((r) => r.runId);
 
 /** One case per tenant route, keyed as Hono lists routes (`METHOD /path/:param`). */
 const CASES: Record<string, Case> = {
@@ -126,6 +127,69 @@ const CASES: Record<string, Case> = {
       expect(r.body.runs).toEqual([]);
     }
   },
+  'GET /v1/runs': async (b, a) => {
+    for (const q of ['', `?jobId=${a.jobId}`, '?status=failed', '?cursor=ffffffff-ffff-7fff-bfff-ffffffffffff']) {
+      const r = await b.api.get(`/v1/runs${q}`);
+      expect(r.status, q).toBe(200);
+      const seen = runIds(r.body.runs);
+      expect(seen, q).not.toContain(a.runId);
+      expect(seen, q).not.toContain(a.failedRunId);
+    }
+    expect(runIds((await b.api.get(`/v1/runs?jobId=${a.jobId}`)).body.runs)).toEqual([]);
+    expect(runIds((await a.tenant.api.get(`/v1/runs?jobId=${a.jobId}`)).body.runs)).toEqual(expect.arrayContaining([a.runId, a.failedRunId]));
+  },
+  'GET /v1/usage': async (b, a) => {
+    // A's one failed run finished today and its jobs are open; B sees its own counts only, whatever B has made so far.
+    const active = async (t: TestTenant) => (await t.api.get('/v1/jobs?status=active&limit=100')).body.jobs.length;
+    const failed = (r: ApiResponse) => r.body.daily.reduce((n: number, d: { failed: number }) => n + d.failed, 0);
+    const mine = await a.tenant.api.get('/v1/usage?days=90');
+    expect(mine.status).toBe(200);
+    expect(failed(mine)).toBe(1);
+    expect(mine.body.jobs).toEqual({ active: await active(a.tenant), paused: 0 });
+    const r = await b.api.get('/v1/usage?days=90');
+    expect(r.status).toBe(200);
+    expect(r.body.daily).toHaveLength(90);
+    expect(failed(r)).toBe(0);
+    expect(r.body.jobs).toEqual({ active: await active(b), paused: 0 });
+  },
+  'DELETE /v1/dead-letters/:runId': async (b, a) => {
+    expectNotFound(await b.api.request('DELETE', `/v1/dead-letters/${a.failedRunId}`), 'dismiss');
+    expect(runIds((await a.tenant.api.get('/v1/dead-letters')).body.runs)).toContain(a.failedRunId);
+  },
+  'POST /v1/dead-letters/replay': async (b, a) => {
+    for (const body of [{ runIds: [a.failedRunId] }, { jobId: a.jobId }, {}]) {
+      const r = await b.api.post('/v1/dead-letters/replay', body);
+      expect(r.status, JSON.stringify(body)).toBe(202);
+      expect(r.body, JSON.stringify(body)).toEqual({ replayed: 0, runIds: [], remaining: 0 });
+    }
+    expect(runIds((await a.tenant.api.get('/v1/dead-letters')).body.runs)).toContain(a.failedRunId);
+  },
+  'POST /v1/jobs/bulk': async (b, a) => {
+    for (const action of ['pause', 'cancel']) {
+      for (const filter of [{ jobIds: [a.jobId] }, { q: 'a-job' }, { metadata: { owner: 'a' } }]) {
+        const r = await b.api.post('/v1/jobs/bulk', { action, filter });
+        expect(r.status, `${action} ${JSON.stringify(filter)}`).toBe(200);
+        expect(r.body, `${action} ${JSON.stringify(filter)}`).toEqual({ matched: 0, changed: 0 });
+      }
+    }
+  },
+  'POST /v1/notification-endpoints': async (b, a) => {
+    const r = await b.api.post('/v1/notification-endpoints', { url: 'http://127.0.0.1:9/b-events', events: ['job.paused'] });
+    expect(r.status).toBe(201);
+    expect(r.body.endpointId).not.toBe(a.endpointId);
+  },
+  'GET /v1/notification-endpoints': async (b, a) => {
+    const r = await b.api.get('/v1/notification-endpoints');
+    expect(r.status).toBe(200);
+    expect(r.body.endpoints.map((e: { endpointId: string }) => e.endpointId)).not.toContain(a.endpointId);
+    expect(r.body.endpoints.map((e: { url: string }) => e.url)).not.toContain('http://127.0.0.1:9/a-events');
+  },
+  'DELETE /v1/notification-endpoints/:endpointId': async (b, a) => {
+    expectNotFound(await b.api.request('DELETE', `/v1/notification-endpoints/${a.endpointId}`), 'delete endpoint');
+    expect((await a.tenant.api.get('/v1/notification-endpoints')).body.endpoints.map((e: { endpointId: string }) => e.endpointId)).toContain(a.endpointId);
+  },
+  'GET /v1/notification-endpoints/:endpointId/deliveries': async (b, a) =>
+    expectNotFound(await b.api.get(`/v1/notification-endpoints/${a.endpointId}/deliveries`), 'deliveries'),
   'POST /jobs': async (b, a) => {
     const r = await b.api.post('/jobs', { name: 'b', cronExpr: '0 0 * * *', handlerUrl: 'http://127.0.0.1:9/hook' });
     expect(r.status).toBe(201);
@@ -147,13 +211,15 @@ describe.each(DATABASE_TARGETS)('cross-tenant isolation ($kind)', (target) => {
     const tenant = await app.tenant('a');
     b = await app.tenant('b');
     const keys = { post: 'a-post', batch: 'a-batch', put: 'a-put' };
-    const job = await tenant.api.post('/v1/jobs', jobBody({ key: keys.post, name: 'a-job' }));
+    const job = await tenant.api.post('/v1/jobs', jobBody({ key: keys.post, name: 'a-job', metadata: { owner: 'a' } }));
     for (const key of [keys.batch, keys.put, 'only-a-has-this']) expect((await tenant.api.post('/v1/jobs', jobBody({ key }))).status).toBe(201);
     const runId = (await tenant.api.post(`/v1/jobs/${job.body.jobId}/trigger`)).body.runId;
     const failedRunId = (await tenant.api.post(`/v1/jobs/${job.body.jobId}/trigger`)).body.runId;
     await app.database.db.execute(sql`update runs set status = 'failed', finished_at = now(), next_attempt_at = null where id = ${failedRunId}`);
     const key = await tenant.api.post('/v1/api-keys', { name: 'a-second-key' });
-    a = { tenant, jobId: job.body.jobId, keys, runId, failedRunId, keyId: key.body.keyId };
+    const endpoint = await tenant.api.post('/v1/notification-endpoints', { url: 'http://127.0.0.1:9/a-events', events: ['run.failed'] });
+    expect(endpoint.status).toBe(201);
+    a = { tenant, jobId: job.body.jobId, keys, runId, failedRunId, keyId: key.body.keyId, endpointId: endpoint.body.endpointId };
     before = await tenantSnapshot(app.database, tenant.tenantId);
   });
   afterAll(() => app?.close());

@@ -10,7 +10,9 @@ export type ReceiverRequest =
   | { op: 'reset'; delayMs: number }
   | { op: 'watch'; pids: number[] }
   | { op: 'stats' }
-  | { op: 'lags' };
+  | { op: 'lags' }
+  | { op: 'listen'; count: number }
+  | { op: 'tags' };
 
 /** Replies from the receiver process; `seq` 0 is the start-up message `{ port }`. */
 export type ReceiverReply = { seq: number; ok: true; value: unknown } | { seq: number; ok: false; error: string };
@@ -27,6 +29,17 @@ export type ReceiverStats = {
   cpuAtFirst: Record<number, number> | null;
 };
 
+/** What the receiver saw of the callbacks to `/hook/<tag>` in the current session. Times are epoch ms. */
+export type TagStats = {
+  /** Distinct callbacks. */
+  unique: number;
+  /** First and last request (duplicates included). */
+  firstAt: number | null;
+  lastAt: number | null;
+  /** Fire lags of the first deliveries. */
+  lags: LagSummary;
+};
+
 export type BenchReceiver = {
   /** Base URL, e.g. `http://127.0.0.1:40123`; callbacks go to `${url}/hook`. */
   url: string;
@@ -38,6 +51,13 @@ export type BenchReceiver = {
   stats(): Promise<ReceiverStats>;
   /** Fire lags of the session's first deliveries. */
   lags(): Promise<LagSummary>;
+  /**
+   * Base URLs of `count` more origins (`http://127.0.0.1:<port>`, each its own port, none of them `url`'s) served
+   * like `url`, in the same session; opened on first request and kept, so the same `count` gives the same URLs.
+   */
+  origins(count: number): Promise<string[]>;
+  /** Per tag, the session's callbacks to `/hook/<tag>` (on any origin). */
+  tags(): Promise<Record<string, TagStats>>;
   close(): Promise<void>;
 };
 
@@ -83,6 +103,8 @@ export async function startBenchReceiver(): Promise<BenchReceiver> {
     watch: (pids) => call({ op: 'watch', pids }),
     stats: () => call({ op: 'stats' }),
     lags: () => call({ op: 'lags' }),
+    origins: async (count) => (await call<number[]>({ op: 'listen', count })).map((p) => `http://127.0.0.1:${p}`),
+    tags: () => call({ op: 'tags' }),
     async close() {
       if (child.exitCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));

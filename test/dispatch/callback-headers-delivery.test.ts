@@ -39,6 +39,7 @@ const keyring: Keyring = {
 /** A claimed run of a job with `headers` as stored, to `url`. */
 const claimedRun = (url: string, headers: Record<string, string>, authTokenEnc: string | null = null): ClaimedRun => ({
   runId: '01900000-0000-7000-8000-000000000001',
+  eventId: null,
   jobId: '01900000-0000-7000-8000-000000000002',
   tenantId: '01900000-0000-7000-8000-000000000003',
   scheduledForMs: NOW,

@@ -177,9 +177,9 @@ describe('chime listen', () => {
   });
 });
 
-describe('src/receiver.ts', () => {
+describe('@chime/receiver (packages/receiver/src)', () => {
   it('stays runtime-portable: no node: (or other) imports', async () => {
-    const source = await readFile(new URL('../../src/receiver.ts', import.meta.url), 'utf8');
+    const source = await readFile(new URL('../../packages/receiver/src/index.ts', import.meta.url), 'utf8');
     expect(source).not.toMatch(/^\s*import\s/m);
     expect(source).not.toMatch(/require\(|from\s+['"]node:/);
   });

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { standardWebhookSignature } from '../../src/dispatch/sign.ts';
-import { decodeSigningSecret, verifyWebhook } from '../../src/receiver.ts';
+import { decodeSigningSecret, verifyWebhook } from '@chime/receiver';
 
 const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
 const SECRET = newSecret();
@@ -27,7 +27,7 @@ function signed(secrets: string[], o: { id?: string; timestampSec?: number; body
 
 describe('verifyWebhook', () => {
   it('accepts what the standardwebhooks library signs, and returns the id and timestamp', async () => {
-    expect(await verifyWebhook(signed([SECRET]), SECRET, { nowMs: NOW_MS })).toEqual({ ok: true, webhookId: ID, timestamp: NOW_SEC });
+    expect(await verifyWebhook(signed([SECRET]), SECRET, { nowMs: NOW_MS })).toEqual({ ok: true, id: ID, timestamp: NOW_SEC });
     // Also with a fetch Headers object, with the real clock and with the secret given without its prefix.
     const live = signed([SECRET], { timestampSec: Math.floor(Date.now() / 1000) });
     expect((await verifyWebhook({ headers: new Headers(live.headers), body: live.body }, SECRET)).ok).toBe(true);
@@ -149,6 +149,10 @@ describe('verifyWebhook', () => {
     await expect(verifyWebhook(signed([SECRET]), [], { nowMs: NOW_MS })).rejects.toThrow(TypeError);
     await expect(verifyWebhook(signed([SECRET]), 'whsec_', { nowMs: NOW_MS })).rejects.toThrow(TypeError);
     await expect(verifyWebhook(signed([SECRET]), 'whsec_not base64!', { nowMs: NOW_MS })).rejects.toThrow(TypeError);
+    // NaN would let every timestamp through: replay protection off without a word.
+    for (const toleranceSeconds of [Number.NaN, -1, Number.POSITIVE_INFINITY]) {
+      await expect(verifyWebhook(signed([SECRET], { timestampSec: 978_307_200 }), SECRET, { nowMs: NOW_MS, toleranceSeconds })).rejects.toThrow(TypeError);
+    }
     expect(decodeSigningSecret(SECRET)).toEqual(new Uint8Array(Buffer.from(SECRET.slice(6), 'base64')));
   });
 });

@@ -6,6 +6,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { createJob } from '../../src/store/jobs.ts';
+import { createNotificationEndpoint, listNotificationEndpoints } from '../../src/store/notifications.ts';
 import { query } from '../../src/store/db.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { createTestTenantIn, T0, testJobSpec, useTestStore, type TestStore } from '../support/store.ts';
@@ -50,13 +51,19 @@ describe.each(DATABASE_TARGETS)('deleting tenants and jobs on $kind', (target) =
     expect(left!.id).toBe(kept.runId);
   });
 
-  it("deleting a tenant deletes its jobs, runs and attempts, and leaves another tenant's alone", async () => {
+  it("deleting a tenant deletes its jobs, runs, attempts and notification endpoints, and leaves another tenant's alone", async () => {
     const other = await createTestTenantIn(store.ctx, 'other');
     await jobWithAttempt(tenantId);
     await jobWithAttempt(other);
     await jobWithAttempt(other);
+    const endpoint = { url: 'http://127.0.0.1:9/events', events: ['run.failed' as const], description: null };
+    await createNotificationEndpoint(store.ctx, other, endpoint);
+    await createNotificationEndpoint(store.ctx, tenantId, endpoint);
     await store.database.db.execute(sql`delete from tenants where id = ${other}`);
+    // Its notification endpoint's hidden delivery job is one of its jobs: gone too.
     expect(await counts(other)).toEqual({ jobs: 0, runs: 0, attempts: 0 });
+    expect(await listNotificationEndpoints(store.ctx, other)).toEqual([]);
+    expect(await listNotificationEndpoints(store.ctx, tenantId)).toHaveLength(1);
     const [orphanAttempts] = await query<{ n: number }>(
       store.database.db,
       sql`select count(*)::int as n from attempts a where not exists (select 1 from runs r where r.id = a.run_id)`,

@@ -17,6 +17,7 @@ import { apiClient, createTestTenant, type TestTenant } from './api.ts';
 import { ADMIN_TOKEN } from './chime-process.ts';
 import type { DatabaseTarget } from './databases.ts';
 import { openTestStore } from './store.ts';
+import { loadWebAssets } from '../../src/console/load-node.ts';
 
 type Fetch = (input: string, init?: RequestInit) => Promise<Response>;
 
@@ -87,8 +88,11 @@ export async function startTestApp(config: Partial<AppConfig> = {}, clockOrOptio
     openAnother = () => store.openAnother() ?? store.database;
     closeAll = () => store.close();
   }
+  // Built by the global setup (npm run build): the console and /docs are served as in production.
+  const assets = await loadWebAssets();
   const build = (db: Database, overrides: Partial<AppConfig>) => {
     const app = createApp({
+      assets,
       store: { db: db.db, cipher, clock, openJobs: new OpenJobsEstimates(clock) },
       database: db,
       config: { ...TEST_APP_CONFIG, ...config, ...overrides },
@@ -143,7 +147,8 @@ export async function tenantSnapshot(database: Database, tenantId: string): Prom
       'jobs', (select json_agg(x order by id) from jobs x where tenant_id = ${tenantId}),
       'runs', (select json_agg(x order by id) from runs x where tenant_id = ${tenantId}),
       'attempts', (select json_agg(a order by a.run_id, a.attempt) from attempts a join runs r on r.id = a.run_id where r.tenant_id = ${tenantId}),
-      'idempotency', (select json_agg(x order by key) from idempotency_keys x where tenant_id = ${tenantId})
+      'idempotency', (select json_agg(x order by key) from idempotency_keys x where tenant_id = ${tenantId}),
+      'notificationEndpoints', (select json_agg(x order by id) from notification_endpoints x where tenant_id = ${tenantId})
     ) as s`,
   );
   return JSON.stringify(row!.s);

@@ -91,6 +91,23 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind === 'postgres'))('the Worker
     expect(bad.body.errors).toEqual([expect.objectContaining({ path: 'schedule.everyMs' })]);
   });
 
+  it('serves the console and /docs from the same code as Node, with their assets and policy', async () => {
+    for (const page of ['/console', '/console/jobs', '/docs']) {
+      const res = await fetch(`${dev.url}${page}`);
+      expect(res.status, page).toBe(200);
+      expect(res.headers.get('content-security-policy'), page).toContain("frame-ancestors 'none'");
+      const html = await res.text();
+      const assets = [...html.matchAll(/(?:src|href)="(\/console\/assets\/[^"]+)"/g)].map((m) => m[1]!);
+      expect(assets.length, page).toBeGreaterThanOrEqual(2);
+      for (const a of assets) {
+        const asset = await fetch(`${dev.url}${a}`);
+        expect(asset.status, a).toBe(200);
+        expect(asset.headers.get('cache-control'), a).toContain('immutable');
+        expect((await asset.text()).length, a).toBeGreaterThan(50);
+      }
+    }
+  });
+
   it('fires the scheduled handler: the callback arrives at the receiver, signed, and the run is recorded', async () => {
     tenant ??= await createTestTenant(dev.url, 'workerd');
     receiver.received.length = 0;

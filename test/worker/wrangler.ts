@@ -62,8 +62,9 @@ export type WranglerDev = {
  * @param opts.env environment of wrangler: secrets (required secrets are read from it) and the Hyperdrive override
  *   `CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_HYPERDRIVE`
  * @param opts.vars `--var NAME:VALUE` overrides of wrangler.toml [vars]
+ * @param opts.cwd the folder whose wrangler.toml to run (default: this repository's)
  */
-export async function startWranglerDev(opts: { port: number; inspectorPort: number; env: Record<string, string>; vars: Record<string, string> }): Promise<WranglerDev> {
+export async function startWranglerDev(opts: { port: number; inspectorPort: number; env: Record<string, string>; vars: Record<string, string>; cwd?: string }): Promise<WranglerDev> {
   const home = await mkdtemp(join(tmpdir(), 'chime-wrangler-dev-'));
   // Secrets come from `opts.env` only, never from a developer's .dev.vars or .env in the repository.
   const envFile = join(home, 'empty.env');
@@ -73,7 +74,7 @@ export async function startWranglerDev(opts: { port: number; inspectorPort: numb
     '--test-scheduled', '--persist-to', join(home, 'state'), '--show-interactive-dev-session=false', '--env-file', envFile,
     ...Object.entries(opts.vars).flatMap(([k, v]) => ['--var', `${k}:${v}`]),
   ];
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: wranglerEnv(home, opts.env), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, args, { cwd: opts.cwd ?? ROOT, env: wranglerEnv(home, opts.env), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));

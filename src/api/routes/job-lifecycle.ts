@@ -18,7 +18,7 @@ import { triggerRunIdempotently } from '../../store/idempotency.ts';
 import { emptyBody } from '../json-guard.ts';
 import { toJobSpec, validateCallback } from '../job-input.ts';
 import { ApiError, validationError, type FieldError } from '../problems.ts';
-import { AuthTokenSchema, CallbackSchema, IdempotencyKeyHeaders, JobBodySchema, JobKeySchema, JobSchema, RetrySchema, ScheduleSchema, MAX_JITTER_MS, MAX_RELEVANCY_WINDOW_MS, MAX_METADATA_PAIRS } from '../schemas.ts';
+import { AuthTokenSchema, CallbackSchema, IdempotencyKeyHeaders, JobBodySchema, JobKeySchema, JobSchema, RetrySchema, ScheduleSchema, MAX_JITTER_MS, MAX_RELEVANCY_WINDOW_MS, MAX_METADATA_PAIRS, MAX_PAUSE_AFTER_FAILURES } from '../schemas.ts';
 import { jobView } from '../views.ts';
 import { creationLimits, isUniqueViolation, problemResponses } from './common.ts';
 import { findJob } from './jobs.ts';
@@ -37,6 +37,7 @@ const JobPatchSchema = z
     overlapPolicy: z.enum(OVERLAP_POLICIES).optional(),
     catchUp: z.enum(CATCH_UP_POLICIES).optional(),
     jitterMs: z.number().int().min(0).max(MAX_JITTER_MS).optional(),
+    pauseAfterFailures: z.number().int().min(0).max(MAX_PAUSE_AFTER_FAILURES).optional(),
     metadata: z.record(z.string().min(1).max(64), z.string().max(512)).refine((m) => Object.keys(m).length <= MAX_METADATA_PAIRS, `at most ${MAX_METADATA_PAIRS} pairs`).optional(),
   })
   .openapi('JobPatch');
@@ -76,7 +77,7 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
       }
       if (errors.length > 0) throw validationError(errors);
       if (body.retry) changes.retry = resolveRetryPolicy({ ...(job.retry as object), ...body.retry });
-      for (const k of ['paused', 'name', 'payload', 'relevancyWindowMs', 'deliveryMode', 'overlapPolicy', 'catchUp', 'jitterMs', 'metadata'] as const) {
+      for (const k of ['paused', 'name', 'payload', 'relevancyWindowMs', 'deliveryMode', 'overlapPolicy', 'catchUp', 'jitterMs', 'metadata', 'pauseAfterFailures'] as const) {
         if (body[k] !== undefined) (changes as Record<string, unknown>)[k] = body[k];
       }
       const updated = await withStateErrors(() => updateJob(deps.store, c.var.tenantId, job.id, changes));
@@ -120,7 +121,7 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
       method: 'post',
       path: '/v1/runs/{runId}/replay',
       middleware: [emptyBody()] as const,
-      summary: 'A new run with the same job and payload (for dead letters)',
+      summary: 'A new run with the same job and payload (for dead letters: a dead letter replayed is dismissed)',
       request: { params: z.object({ runId: z.string() }), headers: IdempotencyKeyHeaders },
       responses: { ...Accepted, ...problemResponses(401, 404, 409) },
     }),
@@ -128,7 +129,7 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
       const { runId } = c.req.valid('param');
       const found = isUuid(runId) ? await getRun(c.var.deps.store, c.var.tenantId, runId) : null;
       if (!found) throw new ApiError('not_found', `no run ${runId}`);
-      return c.json({ runId: await startRun(c, found.run.jobId, 'replay') }, 202);
+      return c.json({ runId: await startRun(c, found.run.jobId, 'replay', found.run.id) }, 202);
     },
   );
 
@@ -175,19 +176,20 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
 /**
  * A run of the tenant's job `jobId` due now (a trigger or a replay), once per `Idempotency-Key` when the request
  * has one: a repeat of the same request answers the first run's id (API.md "Jobs").
+ * @param replayOf the run a replay repeats: a dead letter is dismissed with it (`insertTriggeredRun`)
  * @returns the run id
  * @throws ApiError 404 (no such job), 409 (canceled job, or the key was used for another request)
  */
-export async function startRun(c: Context<AppEnv>, jobId: string, trigger: RunTrigger): Promise<string> {
+export async function startRun(c: Context<AppEnv>, jobId: string, trigger: RunTrigger, replayOf?: string): Promise<string> {
   const { store } = c.var.deps;
   const key = c.req.header('idempotency-key');
   if (!key) {
-    const runId = await withStateErrors(() => triggerRun(store, c.var.tenantId, jobId, trigger));
+    const runId = await withStateErrors(() => triggerRun(store, c.var.tenantId, jobId, trigger, replayOf));
     if (!runId) throw new ApiError('not_found', `no job ${jobId}`);
     return runId;
   }
   const requestHash = sha256Hex(`${c.req.method} ${c.req.path}`);
-  const r = await withStateErrors(() => triggerRunIdempotently(store, c.var.tenantId, key, requestHash, jobId, trigger));
+  const r = await withStateErrors(() => triggerRunIdempotently(store, c.var.tenantId, key, requestHash, jobId, trigger, replayOf));
   if (r.kind === 'not_found') throw new ApiError('not_found', `no job ${jobId}`);
   if (r.kind === 'mismatch') throw new ApiError('conflict', 'this Idempotency-Key was used with another request in the last 24 h');
   return r.runId;

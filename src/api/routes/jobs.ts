@@ -8,7 +8,8 @@ import { createJobIdempotently } from '../../store/idempotency.ts';
 import { listRuns } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
 import { toJobSpec } from '../job-input.ts';
-import { ApiError } from '../problems.ts';
+import { metadataFilter, parseMetadataFilter, SearchQueryField } from '../job-search.ts';
+import { ApiError, schemaFieldErrors, validationError } from '../problems.ts';
 import { IdempotencyKeyHeaders, JobBodySchema, JobKeySchema, JobSchema, PageQuery, RunSchema } from '../schemas.ts';
 import { jobView, runView } from '../views.ts';
 import { creationLimits, isUniqueViolation, problemResponses } from './common.ts';
@@ -58,8 +59,11 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: 'get',
       path: '/v1/jobs',
-      summary: 'List jobs, newest first',
-      request: { query: z.object({ status: z.enum(JOB_STATUSES).optional(), ...PageQuery }) },
+      summary: 'List jobs, newest first; search by name or key (q) and by metadata (metadata.<key>=<value>)',
+      description:
+        'Every given filter must match. `q`: a case-insensitive substring of the name or key. `metadata.<key>=<value>` ' +
+        '(any number of different keys, at most 20): jobs whose metadata holds each pair, e.g. `?metadata.team=ops&metadata.env=prod`.',
+      request: { query: z.object({ status: z.enum(JOB_STATUSES).optional(), q: SearchQueryField.optional(), ...PageQuery }) },
       responses: {
         200: { description: 'A page of jobs', content: { 'application/json': { schema: z.object({ jobs: z.array(JobSchema), nextCursor: z.string().nullable() }) } } },
         ...problemResponses(400, 401),
@@ -67,8 +71,15 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
     }),
     async (c) => {
       const q = c.req.valid('query');
-      const { items, nextCursor } = await listJobs(c.var.deps.store, c.var.tenantId, q);
+      // metadata.<key> parameters are named by the tenant's keys, so no schema field holds them (job-search.ts).
+      const metadata = metadataFilter(c.req.queries());
+      const { items, nextCursor } = await listJobs(c.var.deps.store, c.var.tenantId, { ...q, metadata });
       return c.json({ jobs: items.map(jobView), nextCursor }, 200);
+    },
+    // A bad q or limit and a bad metadata.<key> in one request: one 400 naming them all.
+    (result, c) => {
+      if (!result.success) throw validationError([...schemaFieldErrors(result.error.issues), ...parseMetadataFilter(c.req.queries()).errors]);
+      return undefined;
     },
   );
 

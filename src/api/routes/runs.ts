@@ -1,15 +1,51 @@
-/** `/v1/runs/:runId` (with its attempt log) and `/v1/dead-letters`. */
+/** `/v1/runs` (the tenant's runs feed), `/v1/runs/:runId` (with its attempt log) and `/v1/dead-letters`. */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { isUuid } from '../../domain/ids.ts';
-import { getRun, listDeadLetters } from '../../store/runs.ts';
+import { RUN_STATUSES } from '../../domain/states.ts';
+import { getRun, listDeadLetters, listTenantRuns } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
 import { ApiError } from '../problems.ts';
-import { AttemptSchema, PageQuery, RunSchema } from '../schemas.ts';
+import { AttemptSchema, PageQuery, RunSchema, InstantSchema } from '../schemas.ts';
 import { attemptView, runView } from '../views.ts';
 import { problemResponses } from './common.ts';
 
+/**
+ * `GET /v1/runs`: a malformed `jobId` is a 400 naming it; a well-formed one of no job of the tenant (another tenant's,
+ * or none at all) answers an empty list alike, so the answer never tells whether the id exists elsewhere.
+ */
+const TenantRunsQuery = z.object({
+  status: z.enum(RUN_STATUSES).optional(),
+  jobId: z.uuid().optional(),
+  since: InstantSchema.optional(),
+  until: InstantSchema.optional(),
+  ...PageQuery,
+});
+
 export function runRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/runs',
+      summary: "Every run of the tenant's jobs, newest first",
+      description: '`since` (inclusive) and `until` (exclusive) bound `scheduledFor`. A `jobId` of no job of the tenant matches no run.',
+      request: { query: TenantRunsQuery },
+      responses: {
+        200: { description: 'A page of runs', content: { 'application/json': { schema: z.object({ runs: z.array(RunSchema), nextCursor: z.string().nullable() }) } } },
+        ...problemResponses(400, 401),
+      },
+    }),
+    async (c) => {
+      const { since, until, ...rest } = c.req.valid('query');
+      const { items, nextCursor } = await listTenantRuns(c.var.deps.store, c.var.tenantId, {
+        ...rest,
+        since: since === undefined ? undefined : new Date(since),
+        until: until === undefined ? undefined : new Date(until),
+      });
+      return c.json({ runs: items.map(runView), nextCursor }, 200);
+    },
+  );
 
   app.openapi(
     createRoute({

@@ -13,8 +13,8 @@ import { emptyBody } from '../json-guard.ts';
 import { ApiError } from '../problems.ts';
 import { problemResponses } from './common.ts';
 
-const TenantSchema = z.object({ tenantId: z.string(), name: z.string(), createdAt: z.string() }).openapi('Tenant');
-const ApiKeySchema = z
+export const TenantSchema = z.object({ tenantId: z.string(), name: z.string(), createdAt: z.string() }).openapi('Tenant');
+export const ApiKeySchema = z
   .object({ keyId: z.string(), name: z.string(), prefix: z.string(), createdAt: z.string(), expiresAt: z.string().nullable(), lastUsedAt: z.string().nullable() })
   .openapi('ApiKey');
 

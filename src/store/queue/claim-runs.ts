@@ -15,10 +15,12 @@ import type { CallbackSpec } from '../../domain/job.ts';
 import type { RetryPolicy } from '../../domain/retry.ts';
 import type { Schedule } from '../../domain/schedule.ts';
 import { jitterOffsetMs } from '../../domain/schedule.ts';
-import { JOB_STATUS, RUN_STATUS, type CatchUpPolicy, type DeliveryMode, type OverlapPolicy, type RunTrigger } from '../../domain/states.ts';
+import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type CatchUpPolicy, type DeliveryMode, type OverlapPolicy, type RunTrigger } from '../../domain/states.ts';
 import { announceRun, query, type Db } from '../db.ts';
 import { newId } from '../../domain/ids.ts';
 import { runs } from '../schema.ts';
+import type { EventSeed } from '../../domain/events.ts';
+import { recordEvents } from '../notifications.ts';
 
 /** A run this dispatcher now holds, with what it needs to deliver it. Times are epoch ms. */
 export type ClaimedRun = {
@@ -33,7 +35,10 @@ export type ClaimedRun = {
   dueAtMs: number;
   callback: CallbackSpec;
   authTokenEnc: string | null;
+  /** The request body: the run's own (a notification event) or else the job's. */
   payload: unknown;
+  /** The `webhook-id` when it is not the run id (a notification event's id), else null. */
+  eventId: string | null;
   retry: RetryPolicy;
   relevancyWindowMs: number | null;
   deliveryMode: DeliveryMode;
@@ -53,6 +58,7 @@ type Row = {
   callback: CallbackSpec;
   auth_token_enc: string | null;
   payload: unknown;
+  event_id: string | null;
   retry: RetryPolicy;
   relevancy_window_ms: number | null;
   delivery_mode: DeliveryMode;
@@ -132,7 +138,7 @@ export function claimStatement(o: ClaimOptions) {
           from (${dueRuns(horizon, o.limit, o.skipDestinations ?? [])}) due, jobs j
           where r.id = due.id and j.id = r.job_id
           returning r.id, r.job_id, r.tenant_id, r.scheduled_for, r.trigger, r.attempts, r.lease_expires_at, due.next_attempt_at as due_at,
-                    j.status as job_status, j.schedule, j.callback, j.auth_token_enc, j.payload, j.retry,
+                    j.status as job_status, j.schedule, j.callback, j.auth_token_enc, coalesce(r.payload, j.payload) as payload, r.event_id, j.retry,
                     j.relevancy_window_ms, j.delivery_mode, j.overlap_policy, j.catch_up, j.jitter_ms`;
 }
 
@@ -149,6 +155,7 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
     const jobUpdates: { id: string; next_ms: number | null; last_ms: number; completed: boolean }[] = [];
     const nextRuns: (typeof runs.$inferInsert)[] = [];
     const deliver: ClaimedRun[] = [];
+    const events: EventSeed[] = [];
     for (const r of rows) {
       const scheduledForMs = ms(r.scheduled_for);
       const d = decideClaim(
@@ -180,8 +187,12 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
           });
         }
       }
+      if (d.advances && d.nextMs === null) events.push({ type: 'job.completed', tenantId: r.tenant_id, jobId: r.job_id });
       if (d.outcome !== RUN_STATUS.running) {
         ended.push({ id: r.id, status: d.outcome, error: d.reason });
+        if (d.outcome === RUN_STATUS.expired && r.trigger !== RUN_TRIGGER.notification) {
+          events.push({ type: 'run.expired', tenantId: r.tenant_id, jobId: r.job_id, runId: r.id });
+        }
         continue;
       }
       deliver.push({
@@ -196,6 +207,7 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
         callback: r.callback,
         authTokenEnc: r.auth_token_enc,
         payload: r.payload,
+        eventId: r.event_id,
         retry: r.retry,
         relevancyWindowMs: r.relevancy_window_ms,
         deliveryMode: r.delivery_mode,
@@ -222,6 +234,8 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
              as v(id uuid, next_ms bigint, last_ms bigint, completed boolean)
         where j.id = v.id`);
     }
+    // After the updates above, so the events show the runs ended and the jobs completed.
+    await recordEvents(tx, events, o.nowMs);
     return deliver;
   });
 }

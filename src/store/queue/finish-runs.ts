@@ -8,7 +8,9 @@
  * Arrays travel as one jsonb parameter each, so a batch is a fixed number of statements whatever its size.
  */
 import { sql } from 'drizzle-orm';
-import type { RunStatus } from '../../domain/states.ts';
+import { RUN_STATUS, RUN_TRIGGER, type RunStatus } from '../../domain/states.ts';
+import { PAUSED_REASON, type EventSeed } from '../../domain/events.ts';
+import { recordEvents } from '../notifications.ts';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
 import { query, type Db, type Executor } from '../db.ts';
 
@@ -26,7 +28,7 @@ export type AttemptOutcome = {
   /** The run's new state: final, or `retrying` at `nextAttemptAtMs`. */
   runStatus: Extract<RunStatus, 'succeeded' | 'failed' | 'retrying' | 'expired'>;
   nextAttemptAtMs: number | null;
-  /** Set when the job must be paused (the receiver answered 410 Gone). */
+  /** Set when the job must be paused (`gone`: the receiver answered 410 Gone). */
   pauseReason: string | null;
 };
 
@@ -37,28 +39,81 @@ export type AttemptOutcome = {
  * every outcome for each run read: a batch of 500 compared 250,000 pairs, a third of the drain's database time.
  */
 export const FINISH_PLANNER_SETTING = sql`set local enable_nestloop = off`;
+/** Back to the session's planner setting, for the statements of a finish that come after `finishStatement`. */
+const FINISH_PLANNER_RESET = sql`set local enable_nestloop to default`;
 
 /**
  * Applies a batch of outcomes for lease owner `owner`, in one transaction: the runs and the attempt log in one
- * statement (`finishStatement`), and, for a batch with a 410 Gone, the pause of those jobs.
+ * statement (`finishStatement`), then what the outcomes mean for their jobs (`afterFinish`: failures in a row, pauses
+ * for a 410 Gone or `pauseAfterFailures`, and the notification events).
  * @returns the ids of the runs whose result was recorded (the others had lost their lease)
  */
 export async function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome[]): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
-  const pauses = outcomes.filter((o) => o.pauseReason !== null).map((o) => ({ id: o.jobId, reason: o.pauseReason }));
   return db.transaction(async (tx) => {
     await tx.execute(FINISH_PLANNER_SETTING);
-    const held = await query<{ id: string }>(tx, finishStatement(owner, outcomes));
-    if (pauses.length > 0) {
-      await pauseJobs(tx, JSON.stringify(pauses), new Date(outcomes[0]!.finishedAtMs).toISOString());
+    const held = await query<HeldRun>(tx, finishStatement(owner, outcomes));
+    // Notification deliveries (runs of hidden jobs) neither count failures nor cause events of their own.
+    const own = held.filter((h) => h.trigger !== RUN_TRIGGER.notification);
+    if (own.length > 0) {
+      // The setting is for finishStatement only: with it, the job updates below hash-join a scan of every job.
+      await tx.execute(FINISH_PLANNER_RESET);
+      await afterFinish(tx, own, outcomes, Math.max(...outcomes.map((o) => o.finishedAtMs)));
     }
     return new Set(held.map((h) => h.id));
   });
 }
 
+/** A run `finishStatement` recorded, with its new status. */
+type HeldRun = { id: string; job_id: string; tenant_id: string; trigger: string; status: string };
+
+/**
+ * What the recorded outcomes mean for their jobs, in the finish transaction: the count of failed runs in a row
+ * (a success resets it), the pauses (a 410 Gone; `pauseAfterFailures` reached), and the events of it all (DESIGN.md
+ * invariant 11: committed with the change). Runs only for jobs whose runs ended or failed; a batch of successes of
+ * jobs without failures reads their rows and writes nothing.
+ */
+async function afterFinish(tx: Executor, held: HeldRun[], outcomes: AttemptOutcome[], nowMs: number): Promise<void> {
+  const byRun = new Map(outcomes.map((o) => [o.runId, o]));
+  const tally = new Map<string, { failed: number; reset: boolean }>();
+  for (const h of held) {
+    if (h.status !== RUN_STATUS.failed && h.status !== RUN_STATUS.succeeded) continue;
+    const t = tally.get(h.job_id) ?? { failed: 0, reset: false };
+    if (h.status === RUN_STATUS.failed) t.failed++;
+    else t.reset = true;
+    tally.set(h.job_id, t);
+  }
+  const pauses = new Map<string, string>();
+  for (const h of held) {
+    const reason = byRun.get(h.id)?.pauseReason;
+    if (reason) pauses.set(h.job_id, reason);
+  }
+  if (tally.size > 0) {
+    const counted = await query<{ id: string; reached: boolean }>(
+      tx,
+      sql`update jobs j
+        set consecutive_failures = case when v.reset and v.failed = 0 then 0 else j.consecutive_failures + v.failed end
+        from jsonb_to_recordset(${JSON.stringify([...tally].map(([id, t]) => ({ id, ...t })))}::jsonb) as v(id uuid, failed int, reset boolean)
+        where j.id = v.id and (v.failed > 0 or j.consecutive_failures <> 0)
+        returning j.id, (j.status = 'active' and j.pause_after_failures > 0 and j.consecutive_failures >= j.pause_after_failures) as reached`,
+    );
+    for (const c of counted) if (c.reached && !pauses.has(c.id)) pauses.set(c.id, PAUSED_REASON.consecutiveFailures);
+  }
+  const events: EventSeed[] = [];
+  for (const h of held) {
+    if (h.status === RUN_STATUS.failed) events.push({ type: 'run.failed', tenantId: h.tenant_id, jobId: h.job_id, runId: h.id });
+    if (h.status === RUN_STATUS.expired) events.push({ type: 'run.expired', tenantId: h.tenant_id, jobId: h.job_id, runId: h.id });
+  }
+  if (pauses.size > 0) {
+    const paused = await pauseJobs(tx, JSON.stringify([...pauses].map(([id, reason]) => ({ id, reason }))), new Date(nowMs).toISOString());
+    for (const p of paused) events.push({ type: 'job.paused', tenantId: p.tenant_id, jobId: p.id, reason: p.paused_reason ?? undefined });
+  }
+  await recordEvents(tx, events, nowMs);
+}
+
 /**
  * The statement `finishRuns` runs: updates the runs `owner` still holds and appends every attempt to the log,
- * returning the ids of the runs updated. Run it after FINISH_PLANNER_SETTING; exported for the plan's test.
+ * returning the runs updated (id, job_id, tenant_id, trigger, new status). Run it after FINISH_PLANNER_SETTING; exported for the plan's test.
  */
 export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
   const ids = `{${outcomes.map((o) => o.runId).join(',')}}`;
@@ -92,7 +147,7 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
           -- The ids again as an array the planner can count: the runs are read by primary key. No other index serves
           -- these conditions (runs_lease_idx names the lease, not the status, so no scan of every running run).
           and r.id = any(${ids}::uuid[])
-        returning r.id),
+        returning r.id, r.job_id, r.tenant_id, r.trigger, r.status),
       -- Every attempt happened, whether or not its lease still held: the log keeps them all. A result that comes
       -- after the reaper logged its attempt as lease_lost fills that entry in and keeps the class.
       logged as (
@@ -106,20 +161,31 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
               response_status = excluded.response_status, response_body_excerpt = excluded.response_body_excerpt,
               error = attempts.error || '; then: ' || coalesce(excluded.error, 'status ' || excluded.response_status)
           where attempts.error_class = ${ERROR_CLASS.leaseLost} and attempts.finished_at = attempts.started_at)
-      select id from held`;
+      select id, job_id, tenant_id, trigger, status from held`;
 }
 
 /**
- * Pauses active jobs (`[{ id, reason }]` as JSON) and cancels their runs that have not started.
- * Shared by the 410-Gone path and `PATCH { paused: true }`. Run it in the caller's transaction (`db` may be one).
+ * Pauses active jobs (`[{ id, reason }]` as JSON, reason a PausedReason) and cancels their runs that have not started.
+ * Shared by the finish (410 Gone, `pauseAfterFailures`) and `PATCH { paused: true }`. Run it in the caller's
+ * transaction (`db` may be one).
  * @param nowIso the pause's time, ISO 8601 UTC: the jobs' `updated_at` and the canceled runs' `finished_at`
+ * @returns the jobs it paused (those that were active)
  */
-export async function pauseJobs(db: Executor, jobsJson: string, nowIso: string): Promise<void> {
-  await db.execute(sql`update jobs j set status = 'paused', paused_reason = v.reason, next_run_at = null, updated_at = ${nowIso}::timestamptz
-    from jsonb_to_recordset(${jobsJson}::jsonb) as v(id uuid, reason text)
-    where j.id = v.id and j.status = 'active'`);
+export async function pauseJobs(
+  db: Executor,
+  jobsJson: string,
+  nowIso: string,
+): Promise<{ id: string; tenant_id: string; paused_reason: string | null }[]> {
+  const paused = await query<{ id: string; tenant_id: string; paused_reason: string | null }>(
+    db,
+    sql`update jobs j set status = 'paused', paused_reason = v.reason, next_run_at = null, updated_at = ${nowIso}::timestamptz
+      from jsonb_to_recordset(${jobsJson}::jsonb) as v(id uuid, reason text)
+      where j.id = v.id and j.status = 'active'
+      returning j.id, j.tenant_id, j.paused_reason`,
+  );
   await db.execute(sql`update runs r set status = 'canceled', finished_at = ${nowIso}::timestamptz, next_attempt_at = null,
       error = 'job paused'
     from jsonb_to_recordset(${jobsJson}::jsonb) as v(id uuid, reason text)
     where r.job_id = v.id and r.status = 'scheduled' and r.trigger = 'schedule'`);
+  return paused;
 }

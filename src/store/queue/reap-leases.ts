@@ -6,6 +6,8 @@
 import { sql } from 'drizzle-orm';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
 import { query, type Db } from '../db.ts';
+import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
+import { recordEvents } from '../notifications.ts';
 
 /** How often a dispatcher looks for expired leases, in ms. */
 export const REAP_INTERVAL_DEFAULT_MS = 5_000;
@@ -36,22 +38,33 @@ function logLeaseLost(nowIso: string, error: string) {
     on conflict (run_id, attempt) do nothing`;
 }
 
-/** Reaps up to `limit` expired leases at `nowMs`. @returns how many runs were returned or failed */
+/**
+ * Reaps up to `limit` expired leases at `nowMs`, in one transaction with the `run.failed` events of the runs it ends.
+ * @returns how many runs were returned or failed
+ */
 export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATCH_DEFAULT): Promise<number> {
   const now = new Date(nowMs).toISOString();
-  const rows = await query<{ id: string }>(
-    db,
-    sql`with taken as (
-          update runs r
-          set ${giveBack(now, 'ambiguous outcome: the dispatcher lost its lease mid-delivery; not re-sent (at-most-once)', 'the dispatcher lost its lease mid-delivery')}
-          from (select id from runs where status = 'running' and lease_expires_at < ${now}::timestamptz
-                limit ${limit} for update skip locked) expired, jobs j
-          where r.id = expired.id and j.id = r.job_id
-          returning r.id, r.attempts),
-        logged as (${logLeaseLost(now, 'the lease expired before a result was recorded (dispatcher died or stalled)')})
-        select id from taken`,
-  );
-  return rows.length;
+  return db.transaction(async (tx) => {
+    const rows = await query<{ id: string; job_id: string; tenant_id: string; trigger: string; status: string }>(
+      tx,
+      sql`with taken as (
+            update runs r
+            set ${giveBack(now, 'ambiguous outcome: the dispatcher lost its lease mid-delivery; not re-sent (at-most-once)', 'the dispatcher lost its lease mid-delivery')}
+            from (select id from runs where status = 'running' and lease_expires_at < ${now}::timestamptz
+                  limit ${limit} for update skip locked) expired, jobs j
+            where r.id = expired.id and j.id = r.job_id
+            returning r.id, r.attempts, r.job_id, r.tenant_id, r.trigger, r.status),
+          logged as (${logLeaseLost(now, 'the lease expired before a result was recorded (dispatcher died or stalled)')})
+          select id, job_id, tenant_id, trigger, status from taken`,
+    );
+    const failed = rows.filter((r) => r.status === RUN_STATUS.failed && r.trigger !== RUN_TRIGGER.notification);
+    await recordEvents(
+      tx,
+      failed.map((r) => ({ type: 'run.failed', tenantId: r.tenant_id, jobId: r.job_id, runId: r.id })),
+      nowMs,
+    );
+    return rows.length;
+  });
 }
 
 /**

@@ -6,7 +6,18 @@
 import { freePort } from '../../support/chime-process.ts';
 import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
 import { CHIME_CLI, spawnNode, type NodeProcess } from './process.ts';
-import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchContext, type BenchSystem, type EnqueueResult, type SystemSpec, type Tally } from './types.ts';
+import {
+  BATCH_SIZE,
+  FUTURE_CHUNK,
+  FUTURE_OFFSET_MS,
+  HORIZON_MS,
+  type BenchContext,
+  type BenchSystem,
+  type EnqueueOptions,
+  type EnqueueResult,
+  type SystemSpec,
+  type Tally,
+} from './types.ts';
 
 /** Base64 of 32 fixed bytes: the bench's CHIME_ENCRYPTION_KEY. */
 export const BENCH_ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
@@ -19,6 +30,9 @@ const BATCH_CONCURRENCY = 2;
  * registrations of the runs to drain would be refused (409 quota_exceeded) from 100,000 future rows on.
  */
 const FUTURE_JOBS_PER_TENANT = 10_000;
+
+/** A tenant made by `POST /v1/tenants`. */
+export type ChimeTenant = { tenantId: string; apiKey: string };
 
 /** Environment every Chime process of the bench gets. */
 function baseEnv(dbUrl: string): Record<string, string> {
@@ -98,38 +112,45 @@ export class ChimeSystem implements BenchSystem {
       if (Date.now() > deadline) throw new Error(`chime api not ready within 60 s: ${this.api.output()}`);
       await sleep(100);
     }
+    const bench = await this.createTenant('bench');
+    this.apiKey = bench.apiKey;
+    this.tenantId = bench.tenantId;
+  }
+
+  /** Creates a tenant (`POST /v1/tenants` with the admin token), with the defaults every tenant gets. */
+  async createTenant(name: string): Promise<ChimeTenant> {
     const res = await fetch(`${this.apiUrl}/v1/tenants`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${BENCH_ADMIN_TOKEN}` },
-      body: JSON.stringify({ name: 'bench' }),
+      body: JSON.stringify({ name }),
     });
     const body = (await res.json()) as { apiKey: string; tenant: { tenantId: string } };
     if (res.status !== 201) throw new Error(`tenant creation failed: ${res.status} ${JSON.stringify(body)}`);
-    this.apiKey = body.apiKey;
-    this.tenantId = body.tenant.tenantId;
+    return { tenantId: body.tenant.tenantId, apiKey: body.apiKey };
   }
 
-  /** `POST` to the API with the tenant's key; returns status and parsed body. */
-  async post(path: string, body: unknown): Promise<{ status: number; body: any }> {
+  /** `POST` to the API with `apiKey` (default: the bench tenant's); returns status and parsed body. */
+  async post(path: string, body: unknown, apiKey = this.apiKey): Promise<{ status: number; body: any }> {
     const res = await fetch(`${this.apiUrl}${path}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.apiKey}` },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
       body: JSON.stringify(body),
     });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null };
   }
 
-  async enqueue(dueAtMs: readonly number[]): Promise<EnqueueResult> {
+  async enqueue(dueAtMs: readonly number[], o: EnqueueOptions = {}): Promise<EnqueueResult> {
     const started = Date.now();
+    const urls = o.callbackUrls?.length ? o.callbackUrls : [this.ctx.callbackUrl];
     const batches: number[][] = [];
     for (let i = 0; i < dueAtMs.length; i += BATCH_SIZE) batches.push(range(i, Math.min(i + BATCH_SIZE, dueAtMs.length)));
     let next = 0;
     const worker = async () => {
       while (next < batches.length) {
         const idx = batches[next++]!;
-        const jobs = idx.map((i) => chimeJobBody(this.ctx.callbackUrl, dueAtMs[i]!, i));
-        const r = await this.post('/v1/jobs/batch', { jobs });
+        const jobs = idx.map((i) => chimeJobBody(urls[i % urls.length]!, dueAtMs[i]!, i));
+        const r = await this.post('/v1/jobs/batch', { jobs }, o.apiKey);
         if (r.status !== 200) throw new Error(`POST /v1/jobs/batch answered ${r.status}: ${JSON.stringify(r.body).slice(0, 500)}`);
         const bad = (r.body.results as { status: number; problem?: unknown }[]).find((x) => x.status !== 201);
         if (bad) throw new Error(`POST /v1/jobs/batch refused a job: ${JSON.stringify(bad).slice(0, 500)}`);

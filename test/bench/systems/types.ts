@@ -57,6 +57,13 @@ export type Tally = {
 
 export type EnqueueResult = { count: number; ms: number; jobsPerSecond: number };
 
+export type EnqueueOptions = {
+  /** Callback URL of run i: `callbackUrls[i % length]` (default: every run to the context's `callbackUrl`). */
+  callbackUrls?: readonly string[];
+  /** Chime: the API key of the tenant that registers (default: the bench tenant's). The peers have no tenants. */
+  apiKey?: string;
+};
+
 export interface BenchSystem {
   readonly spec: SystemSpec;
   readonly dbName: string;
@@ -64,9 +71,10 @@ export interface BenchSystem {
   /**
    * Registers one run per element of `dueAtMs` (epoch ms; at or before now means due at once), in order, through
    * the system's registration path: Chime's `POST /v1/jobs/batch`, pg-boss `insert`, graphile-worker `addJobs`.
+   * The peers carry a run's callback URL in its payload (`url`) when `o.callbackUrls` is given.
    * @throws Error when any item is refused
    */
-  enqueue(dueAtMs: readonly number[]): Promise<EnqueueResult>;
+  enqueue(dueAtMs: readonly number[], o?: EnqueueOptions): Promise<EnqueueResult>;
   /**
    * Spawns the worker process (Chime: `serve --role dispatcher`), awaits `onSpawned(pid)` at once (before the
    * process can have done any work: it still has to load), and resolves once the worker is ready to work.

@@ -1,0 +1,2 @@
+-- A tenant deleted by hand takes its notification endpoints with it, as its API keys and signing secrets.
+ALTER TABLE "notification_endpoints" ADD CONSTRAINT "notification_endpoints_tenant_id_tenants_id_fk" FOREIGN KEY ("tenant_id") REFERENCES "public"."tenants"("id") ON DELETE cascade ON UPDATE no action;

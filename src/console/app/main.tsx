@@ -1,0 +1,86 @@
+/**
+ * The tenant console (API.md "The console"): a Preact single-page app at `/console`, routed by path with preact-iso,
+ * signed in with an API key, talking only to `/v1` on the same origin.
+ */
+import 'uplot/dist/uPlot.min.css';
+import './console.css';
+import { render } from 'preact';
+import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
+import { useEffect } from 'preact/hooks';
+import { SessionGate, useSession } from './session.tsx';
+import { JobsPage } from './pages/jobs.tsx';
+import { JobPage } from './pages/job.tsx';
+import { JobFormPage } from './pages/job-form.tsx';
+import { RunsPage } from './pages/runs.tsx';
+import { RunPage } from './pages/run.tsx';
+import { DeadLettersPage } from './pages/dead-letters.tsx';
+import { KeysPage } from './pages/keys.tsx';
+import { UsagePage } from './pages/usage.tsx';
+
+const NAV = [
+  ['/console/jobs', 'Jobs'],
+  ['/console/runs', 'Runs'],
+  ['/console/dead-letters', 'Dead letters'],
+  ['/console/usage', 'Usage'],
+  ['/console/keys', 'Keys and secrets'],
+] as const;
+
+function Layout() {
+  const { tenant, signOut } = useSession();
+  const { path } = useLocation();
+  return (
+    <div class="layout">
+      <header class="top">
+        <a class="brand" href="/console/jobs">
+          Chime
+        </a>
+        <nav aria-label="Main">
+          {NAV.map(([href, label]) => (
+            <a href={href} aria-current={path.startsWith(href) ? 'page' : undefined}>
+              {label}
+            </a>
+          ))}
+        </nav>
+        <span class="tenant" title={tenant.tenantId}>
+          {tenant.name}
+        </span>
+        <button type="button" onClick={() => signOut()}>
+          Sign out
+        </button>
+      </header>
+      <main>
+        <Router>
+          <Route path="/console/jobs" component={JobsPage} />
+          <Route path="/console/jobs/new" component={JobFormPage} />
+          <Route path="/console/jobs/:jobId/edit" component={JobFormPage} />
+          <Route path="/console/jobs/:jobId" component={JobPage} />
+          <Route path="/console/runs" component={RunsPage} />
+          <Route path="/console/runs/:runId" component={RunPage} />
+          <Route path="/console/dead-letters" component={DeadLettersPage} />
+          <Route path="/console/keys" component={KeysPage} />
+          <Route path="/console/usage" component={UsagePage} />
+          <Route default component={ToJobs} />
+        </Router>
+      </main>
+    </div>
+  );
+}
+
+/** `/console` and unknown paths: the job list. */
+function ToJobs() {
+  const { route } = useLocation();
+  useEffect(() => route('/console/jobs', true), [route]);
+  return null;
+}
+
+function App() {
+  return (
+    <LocationProvider>
+      <SessionGate>
+        <Layout />
+      </SessionGate>
+    </LocationProvider>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

@@ -1,0 +1,197 @@
+/**
+ * `/console/keys`: the tenant's API keys (create, with the key shown once; list; revoke) and its signing secret
+ * (rotate, with the new secret shown once). Secrets are kept in component state only, never stored or put in a URL.
+ */
+import { useState } from 'preact/hooks';
+import { ApiProblem, storedKey } from '../api.ts';
+import { useSession } from '../session.tsx';
+import type { ApiKey } from '../types.ts';
+import { ConfirmButton, CopyButton, ErrorNote, Field, Time, useAction, useAsync } from '../ui.tsx';
+import { isoFromLocalInput } from '../local-time.ts';
+
+type CreatedKey = ApiKey & { key: string };
+type Rotated = { signingSecret: string; previousValidUntil: string };
+
+/** The keys and secrets page: API keys, then the signing secret. */
+export function KeysPage() {
+  return (
+    <section>
+      <h1>Keys and secrets</h1>
+      <ApiKeys />
+      <SigningSecret />
+    </section>
+  );
+}
+
+function ApiKeys() {
+  const { api } = useSession();
+  const keys = useAsync(() => api<{ apiKeys: ApiKey[] }>('GET', '/v1/api-keys'), []);
+  const [name, setName] = useState('');
+  const [expires, setExpires] = useState('');
+  // Creating shows the new key once (the outcome) and reloads the list.
+  const { busy, outcome: created, error: createError, setOutcome: setCreated, run } = useAction<CreatedKey>(keys.reload);
+  const [revokeError, setRevokeError] = useState<unknown>(null);
+  const mine = storedKey();
+  const fieldError = (path: string) => (createError instanceof ApiProblem ? createError.fieldError(path) : undefined);
+
+  const create = (e: Event) => {
+    e.preventDefault();
+    return run(async () => {
+      const expiresAt = isoFromLocalInput(expires);
+      const k = await api<CreatedKey>('POST', '/v1/api-keys', { name: name.trim(), ...(expiresAt ? { expiresAt } : {}) });
+      setName('');
+      setExpires('');
+      return k;
+    });
+  };
+
+  const revoke = async (k: ApiKey) => {
+    setRevokeError(null);
+    try {
+      await api<void>('DELETE', `/v1/api-keys/${encodeURIComponent(k.keyId)}`);
+      if (created?.keyId === k.keyId) setCreated(null);
+    } catch (err) {
+      setRevokeError(err);
+    }
+    // Reloading with this tab's own key revoked answers 401, which signs the tab out.
+    keys.reload();
+  };
+
+  const nameError = fieldError('name');
+  const expiresError = fieldError('expiresAt');
+  const otherError = createError && !nameError && !expiresError ? createError : null;
+  const list = keys.data?.apiKeys ?? [];
+
+  return (
+    <section aria-labelledby="api-keys-title">
+      <h2 id="api-keys-title">API keys</h2>
+      <p class="hint">Each key acts as this tenant on the API. A key is shown once, when it is created: store it in your secret manager.</p>
+      <form class="toolbar key-form" onSubmit={create}>
+        <Field id="key-name" label="Key name" error={nameError}>
+          <input
+            id="key-name"
+            type="text"
+            required
+            maxLength={200}
+            autocomplete="off"
+            value={name}
+            aria-invalid={nameError ? true : undefined}
+            aria-describedby={nameError ? 'key-name-error' : undefined}
+            onInput={(e) => setName(e.currentTarget.value)}
+          />
+        </Field>
+        <Field id="key-expires" label="Expires at" error={expiresError}>
+          <input
+            id="key-expires"
+            type="datetime-local"
+            value={expires}
+            aria-invalid={expiresError ? true : undefined}
+            aria-describedby={expiresError ? 'key-expires-error' : 'key-expires-hint'}
+            onInput={(e) => setExpires(e.currentTarget.value)}
+            onChange={(e) => setExpires(e.currentTarget.value)}
+          />
+          <small class="hint" id="key-expires-hint">
+            Optional, in your time zone; empty: never expires.
+          </small>
+        </Field>
+        <button type="submit" class="primary" disabled={busy}>
+          Create key
+        </button>
+      </form>
+      <ErrorNote error={otherError} />
+      {created && (
+        <div class="secret" role="status">
+          <strong>New key (shown once):</strong> <code>{created.key}</code> <CopyButton text={created.key} />
+        </div>
+      )}
+
+      <ErrorNote error={keys.error} />
+      <ErrorNote error={revokeError} />
+      {keys.data && list.length === 0 ? (
+        <p class="muted">No API keys.</p>
+      ) : (
+        <div class="table-wrap" aria-busy={keys.loading}>
+          <table class="keys">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Prefix</th>
+                <th scope="col">Created</th>
+                <th scope="col">Expires</th>
+                <th scope="col">Last used</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((k) => (
+                <tr key={k.keyId}>
+                  <td class="wrap">
+                    {k.name}
+                    {mine?.startsWith(k.prefix) && <span class="muted"> (this tab)</span>}
+                  </td>
+                  <td>
+                    <code>{k.prefix}</code>
+                  </td>
+                  <td>
+                    <Time iso={k.createdAt} />
+                  </td>
+                  <td>{k.expiresAt ? <Time iso={k.expiresAt} /> : <span class="muted">never</span>}</td>
+                  <td>{k.lastUsedAt ? <Time iso={k.lastUsedAt} /> : <span class="muted">never</span>}</td>
+                  <td>
+                    <ConfirmButton
+                      label="Revoke"
+                      question={`Revoke key ${k.name}? Requests with it stop at once.`}
+                      confirmLabel="Yes, revoke"
+                      danger
+                      onConfirm={() => void revoke(k)}
+                    />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {!keys.data && !keys.error && <p class="muted">Loading…</p>}
+    </section>
+  );
+}
+
+function SigningSecret() {
+  const { api } = useSession();
+  const { busy, outcome: rotated, error, run } = useAction<Rotated>(() => undefined);
+  const rotate = () => run(() => api<Rotated>('POST', '/v1/signing-secrets/rotate'));
+
+  return (
+    <section aria-labelledby="signing-secret-title">
+      <h2 id="signing-secret-title">Signing secret</h2>
+      <p>
+        Chime signs every callback it sends with this secret (the <code>webhook-signature</code> header), so your receivers can check that a request
+        comes from Chime. The secret is never shown again after it is made. After a rotation the old secret keeps signing alongside the new one for 24 h,
+        so receivers have a day to learn the new one.
+      </p>
+      <div class="actions">
+        {busy ? (
+          <button type="button" disabled>
+            Rotating…
+          </button>
+        ) : (
+          <ConfirmButton label="Rotate signing secret" question="Rotate? Receivers must learn the new secret within 24 h." confirmLabel="Yes, rotate" onConfirm={() => void rotate()} />
+        )}
+      </div>
+      <ErrorNote error={error} />
+      {rotated && (
+        <>
+          <div class="secret" role="status">
+            <strong>New signing secret (shown once):</strong> <code>{rotated.signingSecret}</code> <CopyButton text={rotated.signingSecret} />
+          </div>
+          <p>
+            The previous secret keeps signing until <Time iso={rotated.previousValidUntil} />.
+          </p>
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,159 @@
+/**
+ * `/console/runs/:runId`: one run, its attempts (each HTTP request, with the response excerpt as text), and for a dead
+ * letter (failed, not dismissed) replay and dismiss. A run not yet final is read again every 2 s.
+ */
+import { useLocation, useRoute } from 'preact-iso';
+import { useEffect } from 'preact/hooks';
+import { FINAL_RUN_STATUSES } from '../../../domain/states.ts';
+import { useSession } from '../session.tsx';
+import type { RunWithAttempts } from '../types.ts';
+import { ConfirmButton, ErrorNote, Status, Time, useAction, useAsync } from '../ui.tsx';
+import { JobLink, useJobNames } from './dead-letters.tsx';
+
+const POLL_MS = 2_000;
+
+/** The run page: facts, attempt log, and the dead letter actions. */
+export function RunPage() {
+  const { api } = useSession();
+  const { route } = useLocation();
+  const runId = useRoute().params.runId ?? '';
+  const res = useAsync(() => api<RunWithAttempts>('GET', `/v1/runs/${encodeURIComponent(runId)}`), [runId]);
+  // After navigating from one run to another, the last run is kept while the new one loads: not shown as this one.
+  const run = res.data?.runId === runId ? res.data : undefined;
+  const jobName = useJobNames(run ? [run.jobId] : []);
+  // The note says what an action did; each action reloads the run.
+  const { busy, outcome: note, error: actionError, clear, run: act } = useAction<string>(res.reload);
+  useEffect(clear, [runId, clear]);
+
+  // Poll while the run may still change (scheduled, running, retrying), going on after a failed read of it.
+  const final = run !== undefined && FINAL_RUN_STATUSES.includes(run.status);
+  const { reload, loading } = res;
+  useEffect(() => {
+    if (!run || final || loading) return;
+    const t = setTimeout(reload, POLL_MS);
+    return () => clearTimeout(t);
+  }, [final, loading, run, reload]);
+
+  const replay = () =>
+    act(async () => {
+      const r = await api<{ runId: string }>('POST', `/v1/runs/${encodeURIComponent(runId)}/replay`);
+      route(`/console/runs/${r.runId}`);
+      return null;
+    });
+  const dismiss = () =>
+    act(async () => {
+      await api<void>('DELETE', `/v1/dead-letters/${encodeURIComponent(runId)}`);
+      return 'Dismissed: this run is no longer listed among the dead letters.';
+    });
+
+  return (
+    <section>
+      <h1>Run</h1>
+      {!run && res.error ? <ErrorNote error={res.error} /> : null}
+      {!run && !res.error && <p class="muted">Loading…</p>}
+      {run && (
+        <>
+          {!final && (
+            <p class="hint">
+              This run is not finished yet: the page updates every 2 seconds.
+            </p>
+          )}
+          <dl class="facts">
+            <dt>Run ID</dt>
+            <dd class="mono">{run.runId}</dd>
+            <dt>Job</dt>
+            <dd>
+              <JobLink jobId={run.jobId} name={jobName(run.jobId)} />
+            </dd>
+            <dt>Status</dt>
+            <dd>
+              <Status status={run.status} />
+            </dd>
+            <dt>Trigger</dt>
+            <dd>{run.trigger}</dd>
+            <dt>Scheduled for</dt>
+            <dd>
+              <Time iso={run.scheduledFor} />
+            </dd>
+            <dt>Started</dt>
+            <dd>
+              <Time iso={run.startedAt} />
+            </dd>
+            <dt>Finished</dt>
+            <dd>
+              <Time iso={run.finishedAt} />
+            </dd>
+            {run.nextAttemptAt && (
+              <>
+                <dt>Next attempt</dt>
+                <dd>
+                  <Time iso={run.nextAttemptAt} />
+                </dd>
+              </>
+            )}
+            <dt>Attempts</dt>
+            <dd>{run.attempts}</dd>
+            <dt>Response status</dt>
+            <dd>{run.responseStatus ?? <span class="muted">—</span>}</dd>
+            <dt>Error</dt>
+            <dd>{run.error ?? <span class="muted">—</span>}</dd>
+            <dt>Dismissed at</dt>
+            <dd>
+              <Time iso={run.dismissedAt} />
+            </dd>
+          </dl>
+          {res.error ? <ErrorNote error={res.error} /> : null}
+
+          {run.status === 'failed' && run.dismissedAt === null && (
+            <div class="actions" role="group" aria-label="Dead letter">
+              <button type="button" class="primary" disabled={busy} onClick={replay}>
+                Replay
+              </button>
+              <ConfirmButton label="Dismiss" question="Dismiss this dead letter?" confirmLabel="Yes, dismiss" onConfirm={dismiss} disabled={busy} />
+            </div>
+          )}
+          <ErrorNote error={actionError} />
+          <p role="status" class="outcome">
+            {note}
+          </p>
+
+          <h2>Attempts</h2>
+          {run.attemptLog.length === 0 ? (
+            <p class="muted">No attempts yet.</p>
+          ) : (
+            <div class="table-wrap">
+              <table class="attempts">
+                <thead>
+                  <tr>
+                    <th scope="col">Attempt</th>
+                    <th scope="col">Started</th>
+                    <th scope="col">Duration (ms)</th>
+                    <th scope="col">Status code</th>
+                    <th scope="col">Error class</th>
+                    <th scope="col">Error</th>
+                    <th scope="col">Response</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {run.attemptLog.map((a) => (
+                    <tr key={a.attempt}>
+                      <td>{a.attempt}</td>
+                      <td>
+                        <Time iso={a.startedAt} />
+                      </td>
+                      <td>{a.durationMs ?? <span class="muted">—</span>}</td>
+                      <td>{a.responseStatus ?? <span class="muted">—</span>}</td>
+                      <td>{a.errorClass ?? <span class="muted">—</span>}</td>
+                      <td class="wrap error-text">{a.error ?? <span class="muted">—</span>}</td>
+                      <td class="response">{a.responseBodyExcerpt ? <pre>{a.responseBodyExcerpt}</pre> : <span class="muted">—</span>}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,125 @@
+/**
+ * `/console/runs`: every run of the tenant's jobs, newest first, filtered by status, job and a span of `scheduledFor`.
+ * The filters live in the URL query (`?status=failed&jobId=…&since=…&until=…`, instants as UTC ISO), so a filtered
+ * view can be linked to and survives a reload.
+ */
+import { useLocation } from 'preact-iso';
+import { useEffect, useState } from 'preact/hooks';
+import { RUN_STATUSES } from '../../../domain/states.ts';
+import { qs } from '../api.ts';
+import { useSession } from '../session.tsx';
+import type { Page, Run } from '../types.ts';
+import { ErrorNote, Field, useAsync, usePager } from '../ui.tsx';
+import { useJobNames } from './dead-letters.tsx';
+import { RunsTable } from '../runs-table.tsx';
+import { isoFromLocalInput, localInputFromIso } from '../local-time.ts';
+
+const PAGE_SIZE = 50;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+type Filters = { status: string; jobId: string; since: string; until: string };
+
+/** The runs feed with its filters (kept in the URL) and pages of 50. */
+export function RunsPage() {
+  const { api } = useSession();
+  const { query, route } = useLocation();
+  const filters: Filters = { status: query.status ?? '', jobId: query.jobId ?? '', since: query.since ?? '', until: query.until ?? '' };
+  const filterKey = JSON.stringify(filters);
+  const setFilters = (patch: Partial<Filters>) => route(`/console/runs${qs({ ...filters, ...patch })}`, true);
+
+  // The job id is typed: it is applied when committed (Enter, leaving the field), and only when it is an id.
+  const [jobDraft, setJobDraft] = useState(filters.jobId);
+  const [jobError, setJobError] = useState<string | undefined>(undefined);
+  useEffect(() => {
+    setJobDraft(filters.jobId);
+    setJobError(undefined);
+  }, [filters.jobId]);
+  const applyJob = () => {
+    const v = jobDraft.trim();
+    if (v && !UUID.test(v)) {
+      setJobError('A job ID looks like 0b6f3c1e-…: 36 characters (a UUID).');
+      return;
+    }
+    setJobError(undefined);
+    if (v !== filters.jobId) setFilters({ jobId: v });
+  };
+
+  const pager = usePager(filterKey);
+  const list = useAsync(
+    () => api<Page<'runs', Run>>('GET', `/v1/runs${qs({ ...filters, limit: PAGE_SIZE, cursor: pager.cursor })}`),
+    [filterKey, pager.cursor],
+  );
+  const runs = list.data?.runs ?? [];
+  const jobName = useJobNames(runs.map((r) => r.jobId));
+  const filtered = Object.values(filters).some(Boolean);
+
+  return (
+    <section>
+      <h1>Runs</h1>
+      <form
+        class="toolbar filters"
+        role="search"
+        aria-label="Filter runs"
+        onSubmit={(e) => {
+          e.preventDefault();
+          applyJob();
+        }}
+      >
+        <Field id="runs-status" label="Status">
+          <select id="runs-status" value={filters.status} onChange={(e) => setFilters({ status: e.currentTarget.value })}>
+            <option value="">Any</option>
+            {RUN_STATUSES.map((s) => (
+              <option value={s}>{s}</option>
+            ))}
+          </select>
+        </Field>
+        <Field id="runs-job" label="Job ID" error={jobError}>
+          <input
+            id="runs-job"
+            type="text"
+            class="mono"
+            autocomplete="off"
+            spellcheck={false}
+            placeholder="any job"
+            value={jobDraft}
+            aria-invalid={jobError ? true : undefined}
+            aria-describedby={jobError ? 'runs-job-error' : undefined}
+            onInput={(e) => setJobDraft(e.currentTarget.value)}
+            onChange={applyJob}
+          />
+        </Field>
+        <Field id="runs-since" label="Since">
+          <input
+            id="runs-since"
+            type="datetime-local"
+            value={localInputFromIso(filters.since)}
+            onChange={(e) => setFilters({ since: isoFromLocalInput(e.currentTarget.value) })}
+          />
+        </Field>
+        <Field id="runs-until" label="Until">
+          <input
+            id="runs-until"
+            type="datetime-local"
+            value={localInputFromIso(filters.until)}
+            onChange={(e) => setFilters({ until: isoFromLocalInput(e.currentTarget.value) })}
+          />
+        </Field>
+        {filtered && (
+          <button type="button" onClick={() => route('/console/runs', true)}>
+            Clear filters
+          </button>
+        )}
+      </form>
+      <p class="hint">Since and Until bound when a run was scheduled for, in your time zone (Until excluded).</p>
+      <ErrorNote error={list.error} />
+
+      {list.data && runs.length === 0 && pager.cursor === undefined ? (
+        <p class="empty">{filtered ? 'No runs match these filters.' : 'No runs yet: runs show up here once your jobs fire.'}</p>
+      ) : (
+        <RunsTable runs={runs} jobName={jobName} busy={list.loading} />
+      )}
+      {!list.data && !list.error && <p class="muted">Loading…</p>}
+      {pager.controls(list.data?.nextCursor)}
+    </section>
+  );
+}

@@ -1,0 +1,18 @@
+/**
+ * The API's shapes as the console reads them, inferred from the service's own zod schemas (type-only imports:
+ * nothing of zod reaches the browser bundle), so a change of the API is a type error here.
+ */
+import type { z } from 'zod';
+import type { AttemptSchema, JobBodySchema, JobSchema, RunSchema, ScheduleSchema } from '../../api/schemas.ts';
+import type { ApiKeySchema, TenantSchema } from '../../api/routes/tenants.ts';
+
+export type Job = z.infer<typeof JobSchema>;
+export type JobInput = z.input<typeof JobBodySchema>;
+export type Schedule = z.infer<typeof ScheduleSchema>;
+export type Run = z.infer<typeof RunSchema>;
+export type Attempt = z.infer<typeof AttemptSchema>;
+export type RunWithAttempts = Run & { attemptLog: Attempt[] };
+export type ApiKey = z.infer<typeof ApiKeySchema>;
+export type Tenant = z.infer<typeof TenantSchema>;
+/** A page of a list: the items under their field, and the cursor of the next page (null on the last). */
+export type Page<K extends string, T> = { [k in K]: T[] } & { nextCursor: string | null };

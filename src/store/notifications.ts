@@ -1,0 +1,167 @@
+/**
+ * Notification endpoints and events (API.md "Notification endpoints"; DESIGN.md invariant 11).
+ *
+ * An endpoint has a hidden job (`jobs.kind = 'notification'`): each event is inserted as a run of that job
+ * (`trigger = 'notification'`, the event's body in `runs.payload`, its id in `runs.event_id`), so deliveries go through
+ * the dispatcher exactly like callbacks: leases, the destination guard, per-destination limits, signatures, retries
+ * with backoff (for 24 h: the run's relevancy window) and the attempt log, which is the delivery history.
+ * `recordEvents` runs inside the transaction of the state change that causes the events, so the change and its
+ * events commit together or not at all, crashes included.
+ */
+import { and, eq, inArray, sql } from 'drizzle-orm';
+import { DEFAULT_TIMEOUT_MS, type CallbackSpec } from '../domain/job.ts';
+import { EVENT_DELIVERY_RETRY, EVENT_DELIVERY_WINDOW_MS, MAX_NOTIFICATION_ENDPOINTS, type EventSeed, type EventType } from '../domain/events.ts';
+import { newId } from '../domain/ids.ts';
+import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../domain/states.ts';
+import type { StoreContext } from './context.ts';
+import { announceRun, type Db, type Executor } from './db.ts';
+import { listRuns } from './runs.ts';
+import { jobs, notificationEndpoints, runs } from './schema.ts';
+import { jobView, runView } from './views.ts';
+
+export type NotificationEndpointRow = typeof notificationEndpoints.$inferSelect;
+
+/** The tenant already has MAX_NOTIFICATION_ENDPOINTS endpoints. */
+export class EndpointLimitError extends Error {
+  override name = 'EndpointLimitError';
+}
+
+/**
+ * Registers an endpoint and its hidden delivery job, in one transaction.
+ * @throws EndpointLimitError past MAX_NOTIFICATION_ENDPOINTS per tenant
+ */
+export async function createNotificationEndpoint(
+  ctx: StoreContext,
+  tenantId: string,
+  input: { url: string; events: EventType[]; description: string | null },
+): Promise<NotificationEndpointRow> {
+  return (ctx.db as Db).transaction(async (tx) => {
+    // Serializes concurrent creations of one tenant, so the limit holds.
+    await tx.execute(sql`select pg_advisory_xact_lock(hashtext('chime:notification-endpoints'), hashtext(${tenantId}))`);
+    const [{ n } = { n: 0 }] = await tx
+      .select({ n: sql<number>`count(*)::int` })
+      .from(notificationEndpoints)
+      .where(eq(notificationEndpoints.tenantId, tenantId));
+    if (n >= MAX_NOTIFICATION_ENDPOINTS) throw new EndpointLimitError(`a tenant has at most ${MAX_NOTIFICATION_ENDPOINTS} notification endpoints`);
+    const now = new Date(ctx.clock.now());
+    const jobId = newId();
+    const callback: CallbackSpec = { url: input.url, method: 'POST', headers: {}, successStatusCodes: ['2xx'], timeoutMs: DEFAULT_TIMEOUT_MS };
+    await tx.insert(jobs).values({
+      id: jobId,
+      tenantId,
+      kind: 'notification',
+      name: `notification endpoint ${input.url}`,
+      status: JOB_STATUS.active,
+      // Never scheduled: its only runs are event deliveries.
+      schedule: { type: 'dates', dates: [] },
+      callback,
+      retry: EVENT_DELIVERY_RETRY,
+      relevancyWindowMs: EVENT_DELIVERY_WINDOW_MS,
+      deliveryMode: 'at-least-once',
+      overlapPolicy: 'allow',
+      catchUp: 'one',
+      createdAt: now,
+      updatedAt: now,
+    });
+    const [row] = await tx
+      .insert(notificationEndpoints)
+      .values({ id: newId(), tenantId, url: input.url, events: input.events, description: input.description, jobId, createdAt: now })
+      .returning();
+    return row!;
+  });
+}
+
+/** The tenant's endpoints, oldest first (at most MAX_NOTIFICATION_ENDPOINTS). */
+export async function listNotificationEndpoints(ctx: StoreContext, tenantId: string): Promise<NotificationEndpointRow[]> {
+  return ctx.db.select().from(notificationEndpoints).where(eq(notificationEndpoints.tenantId, tenantId)).orderBy(notificationEndpoints.id);
+}
+
+/** The tenant's endpoint, or null (also for another tenant's id). */
+export async function getNotificationEndpoint(ctx: StoreContext, tenantId: string, endpointId: string): Promise<NotificationEndpointRow | null> {
+  const [row] = await ctx.db
+    .select()
+    .from(notificationEndpoints)
+    .where(and(eq(notificationEndpoints.tenantId, tenantId), eq(notificationEndpoints.id, endpointId)));
+  return row ?? null;
+}
+
+/**
+ * Deletes an endpoint: its hidden job is canceled with its waiting deliveries (deliveries in flight finish).
+ * @returns false when the tenant has no such endpoint
+ */
+export async function deleteNotificationEndpoint(ctx: StoreContext, tenantId: string, endpointId: string): Promise<boolean> {
+  return (ctx.db as Db).transaction(async (tx) => {
+    const [row] = await tx
+      .delete(notificationEndpoints)
+      .where(and(eq(notificationEndpoints.tenantId, tenantId), eq(notificationEndpoints.id, endpointId)))
+      .returning();
+    if (!row) return false;
+    const nowIso = new Date(ctx.clock.now()).toISOString();
+    await tx.execute(sql`update jobs set status = 'canceled', updated_at = ${nowIso}::timestamptz where id = ${row.jobId}`);
+    await tx.execute(sql`update runs set status = 'canceled', finished_at = ${nowIso}::timestamptz, next_attempt_at = null,
+        error = 'notification endpoint deleted'
+      where job_id = ${row.jobId} and status in ('scheduled', 'retrying')`);
+    return true;
+  });
+}
+
+/**
+ * An endpoint's deliveries (runs of its hidden job), newest first, `limit` at a time after `cursor` (`listRuns`).
+ * @returns the page of delivery runs and the cursor of the next one (null at the end)
+ */
+export function listDeliveries(ctx: StoreContext, endpoint: NotificationEndpointRow, opts: { limit: number; cursor?: string }) {
+  return listRuns(ctx, endpoint.tenantId, endpoint.jobId, opts);
+}
+
+/**
+ * Records events in the caller's transaction `tx`: for each event, one delivery run per endpoint of its tenant that
+ * subscribes to its type, due now, carrying `{ type, eventId, occurredAt, data: { job, run?, reason? } }` with the job
+ * and run as the API shows them at this moment. Costs one indexed read when no tenant of the events has an endpoint.
+ * @param nowMs the events' time (epoch ms)
+ * @returns how many deliveries were made
+ */
+export async function recordEvents(tx: Executor, seeds: readonly EventSeed[], nowMs: number): Promise<number> {
+  if (seeds.length === 0) return 0;
+  const tenantIds = [...new Set(seeds.map((s) => s.tenantId))];
+  const endpoints = await tx.select().from(notificationEndpoints).where(inArray(notificationEndpoints.tenantId, tenantIds));
+  const wanted = seeds.filter((s) => endpoints.some((e) => e.tenantId === s.tenantId && (e.events as string[]).includes(s.type)));
+  if (wanted.length === 0) return 0;
+
+  const jobIds = [...new Set(wanted.map((s) => s.jobId))];
+  const runIds = [...new Set(wanted.flatMap((s) => (s.runId ? [s.runId] : [])))];
+  const jobRows = new Map((await tx.select().from(jobs).where(inArray(jobs.id, jobIds))).map((j) => [j.id, j]));
+  const runRows = new Map(runIds.length ? (await tx.select().from(runs).where(inArray(runs.id, runIds))).map((r) => [r.id, r]) : []);
+  const now = new Date(nowMs);
+  const deliveries: (typeof runs.$inferInsert)[] = [];
+  for (const seed of wanted) {
+    const job = jobRows.get(seed.jobId);
+    if (!job) continue;
+    const run = seed.runId ? runRows.get(seed.runId) : undefined;
+    const eventId = newId();
+    const body = {
+      type: seed.type,
+      eventId,
+      occurredAt: now.toISOString(),
+      data: { job: jobView(job), ...(run ? { run: runView(run) } : {}), ...(seed.reason ? { reason: seed.reason } : {}) },
+    };
+    for (const e of endpoints) {
+      if (e.tenantId !== seed.tenantId || !(e.events as string[]).includes(seed.type)) continue;
+      deliveries.push({
+        id: newId(),
+        tenantId: e.tenantId,
+        jobId: e.jobId,
+        scheduledFor: now,
+        trigger: RUN_TRIGGER.notification,
+        status: RUN_STATUS.scheduled,
+        nextAttemptAt: now,
+        createdAt: now,
+        payload: body,
+        eventId,
+      });
+    }
+  }
+  if (deliveries.length === 0) return 0;
+  await tx.insert(runs).values(deliveries);
+  await announceRun(tx, nowMs, nowMs);
+  return deliveries.length;
+}

@@ -1,0 +1,80 @@
+/**
+ * Rows → their API representations (API.md "Job", "Run"): times as RFC 3339 UTC with ms, secrets never shown. In the
+ * store, not the API, because notification events carry them too (store/notifications.ts).
+ */
+import type { CallbackSpec } from '../domain/job.ts';
+import type { PausedReason } from '../domain/events.ts';
+import type { RetryPolicy } from '../domain/retry.ts';
+import type { Schedule } from '../domain/schedule.ts';
+import type { JobRow } from './jobs.ts';
+import type { AttemptRow, RunRow } from './runs.ts';
+import type { CatchUpPolicy, DeliveryMode, JobStatus, OverlapPolicy, RunStatus, RunTrigger } from '../domain/states.ts';
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+/** A job row as the API's Job (API.md "Jobs"): times RFC 3339 UTC with ms, the auth token only as `hasAuthToken`. */
+export function jobView(j: JobRow) {
+  const cb = j.callback as CallbackSpec;
+  return {
+    jobId: j.id,
+    name: j.name,
+    key: j.key,
+    status: j.status as JobStatus,
+    pausedReason: j.pausedReason as PausedReason | null,
+    pauseAfterFailures: j.pauseAfterFailures,
+    consecutiveFailures: j.consecutiveFailures,
+    schedule: j.schedule as Schedule,
+    callback: {
+      url: cb.url,
+      method: cb.method,
+      headers: cb.headers,
+      hasAuthToken: j.authTokenEnc !== null,
+      successStatusCodes: cb.successStatusCodes,
+      timeoutMs: cb.timeoutMs,
+    },
+    payload: j.payload ?? null,
+    retry: j.retry as RetryPolicy,
+    relevancyWindowMs: j.relevancyWindowMs,
+    deliveryMode: j.deliveryMode as DeliveryMode,
+    overlapPolicy: j.overlapPolicy as OverlapPolicy,
+    catchUp: j.catchUp as CatchUpPolicy,
+    jitterMs: j.jitterMs,
+    metadata: j.metadata as Record<string, string>,
+    nextRunAt: iso(j.nextRunAt),
+    lastRunAt: iso(j.lastRunAt),
+    createdAt: j.createdAt.toISOString(),
+    updatedAt: j.updatedAt.toISOString(),
+  };
+}
+
+/** A run row as the API's Run (API.md "Runs and attempts"), `dismissedAt` included; times RFC 3339 UTC with ms. */
+export function runView(r: RunRow) {
+  return {
+    runId: r.id,
+    jobId: r.jobId,
+    scheduledFor: r.scheduledFor.toISOString(),
+    trigger: r.trigger as RunTrigger,
+    status: r.status as RunStatus,
+    attempts: r.attempts,
+    nextAttemptAt: iso(r.nextAttemptAt),
+    startedAt: iso(r.startedAt),
+    finishedAt: iso(r.finishedAt),
+    responseStatus: r.responseStatus,
+    error: r.error,
+    dismissedAt: iso(r.dismissedAt),
+  };
+}
+
+/** An attempt row as an entry of a Run's `attemptLog`; `durationMs` in ms, times RFC 3339 UTC with ms. */
+export function attemptView(a: AttemptRow) {
+  return {
+    attempt: a.attempt,
+    startedAt: a.startedAt.toISOString(),
+    finishedAt: iso(a.finishedAt),
+    durationMs: a.durationMs,
+    responseStatus: a.responseStatus,
+    responseBodyExcerpt: a.responseBodyExcerpt,
+    errorClass: a.errorClass,
+    error: a.error,
+  };
+}
