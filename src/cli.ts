@@ -15,7 +15,7 @@ import { createDispatchMetrics, registerDueBacklog } from './dispatch/metrics.ts
 import { countDueRuns } from './store/queue/due-backlog.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createCallbackAgent, createDeliver } from './dispatch/deliver.ts';
-import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts';
+import { createDispatcher, type Dispatcher } from './dispatch/drivers/node-dispatcher.ts';
 import { resolvePublicHost } from './dispatch/guard.ts';
 import { createNodeJwtSigner } from './dispatch/jwt-node.ts';
 import { createKeyring } from './dispatch/keyring.ts';

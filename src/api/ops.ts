@@ -16,7 +16,7 @@ export type OpsOptions = {
   database: Pick<Database, 'db'>;
   /** Absent: the runtime collects none (Workers), and `/metrics` is 404. */
   metrics?: MetricsExposition;
-  /** The bearer token `/metrics` requires; null or absent: `/metrics` is 404 (its labels name tenants' origins). */
+  /** The bearer token `/metrics` requires; null or absent: `/metrics` is 404 (its labels name tenants' destinations). */
   metricsToken?: string | null;
 };
 

@@ -60,6 +60,7 @@ export function outcomeOf(run: ClaimedRun, result: HttpResult, startedAtMs: numb
     random,
   );
   return {
+    shard: run.shard,
     runId: run.runId,
     jobId: run.jobId,
     attempt: run.attempt,

@@ -3,7 +3,7 @@
  * without importing the dispatcher and what it pulls in (prom-client): the Workers bundle parses the same
  * configuration and must stay free of Node-only modules.
  */
-import type { DispatcherOptions } from './dispatcher.ts';
+import type { DispatcherOptions } from './drivers/node-dispatcher.ts';
 import { REAP_INTERVAL_DEFAULT_MS } from '../store/queue/reap-leases.ts';
 
 /** Batch and concurrency in runs; lease margin, poll, lookahead, reap interval and shutdown grace in ms. */

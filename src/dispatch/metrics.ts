@@ -8,7 +8,7 @@
  *   chime_fire_lag_seconds                      start of a run's first attempt − its scheduled time
  *   chime_claim_duration_seconds                one claim transaction
  *   chime_finish_duration_seconds               one batch of outcomes written
- *   chime_in_flight{destination}                callbacks in flight per callback origin
+ *   chime_in_flight{destination}                callbacks in flight per destination
  *   chime_leases_reaped_total                   runs taken back from a dead or stalled dispatcher
  *   chime_runs_pruned_total                     finished runs deleted by retention
  *   chime_due_backlog                           waiting runs already due (read from the database at scrape)
@@ -23,7 +23,7 @@ export type DispatchMetrics = {
   finishDuration: Histogram;
   /** Read at each scrape from `inFlightSources`: counting at every callback would cost two labelled sets each. */
   inFlight: Gauge<'destination'>;
-  /** Callbacks in flight per origin, one source per running dispatcher (added at start, removed at stop). */
+  /** Callbacks in flight per destination, one source per running dispatcher (added at start, removed at stop). */
   inFlightSources: Set<() => ReadonlyMap<string, number>>;
   leasesReaped: Counter;
   runsPruned: Counter;
@@ -60,7 +60,7 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
     }),
     inFlight: new Gauge({
       name: 'chime_in_flight',
-      help: 'Callbacks in flight, per callback origin.',
+      help: 'Callbacks in flight, per destination (scheme, host and port of the callback URL).',
       labelNames: ['destination'] as const,
       registers,
       collect() {

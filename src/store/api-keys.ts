@@ -1,5 +1,7 @@
 /** API keys: created, listed, revoked per tenant; authenticated by prefix lookup and constant-time hash compare. */
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
+import { shardOf } from '../domain/shard.ts';
+import { ofTenant } from './tenant-scope.ts';
 import type { Executor } from './db.ts';
 import type { StoreContext } from './context.ts';
 import { apiKeyPrefix, generateApiKey, sha256Hex, timingSafeEqualStrings } from './credentials.ts';
@@ -26,6 +28,7 @@ export async function createApiKey(
 ): Promise<ApiKeyInfo & { key: string }> {
   const { key, prefix, hash } = await generateApiKey();
   const row = {
+    shard: shardOf(tenantId),
     id: newId(),
     tenantId,
     name: input.name,
@@ -43,7 +46,7 @@ export async function listApiKeys(ctx: StoreContext, tenantId: string): Promise<
   const rows = await ctx.db
     .select()
     .from(apiKeys)
-    .where(and(eq(apiKeys.tenantId, tenantId), isNull(apiKeys.revokedAt)))
+    .where(and(ofTenant(apiKeys, tenantId), isNull(apiKeys.revokedAt)))
     .orderBy(desc(apiKeys.id));
   return rows.map((r) => ({
     keyId: r.id,
@@ -60,7 +63,7 @@ export async function revokeApiKey(ctx: StoreContext, tenantId: string, keyId: s
   const rows = await ctx.db
     .update(apiKeys)
     .set({ revokedAt: new Date(ctx.clock.now()) })
-    .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
+    .where(and(ofTenant(apiKeys, tenantId), eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
     .returning({ id: apiKeys.id });
   return rows.length > 0;
 }
@@ -103,7 +106,7 @@ export async function authenticateApiKey(
   const now = ctx.clock.now();
   if (row.expiresAt && row.expiresAt.getTime() <= now) return null;
   if (!row.lastUsedAt || now - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
-    await ctx.db.update(apiKeys).set({ lastUsedAt: new Date(now) }).where(eq(apiKeys.id, row.id));
+    await ctx.db.update(apiKeys).set({ lastUsedAt: new Date(now) }).where(and(eq(apiKeys.shard, row.shard), eq(apiKeys.id, row.id)));
   }
   return { tenantId: row.tenantId, keyId: row.id };
 }

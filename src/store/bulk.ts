@@ -9,6 +9,8 @@
  * which no dispatcher locks, so this order never crosses a dispatcher's (runs it claims, then their jobs).
  */
 import { and, asc, count, eq, gte, lt, sql, type SQL } from 'drizzle-orm';
+import { shardOf } from '../domain/shard.ts';
+import { ofTenant } from './tenant-scope.ts';
 import { newId } from '../domain/ids.ts';
 import { PAUSED_REASON } from '../domain/events.ts';
 import type { Schedule } from '../domain/schedule.ts';
@@ -110,7 +112,7 @@ export async function replayDeadLetters(
     const jobIds = [...new Set(letters.map((l) => l.jobId))];
     const open = await query<{ id: string }>(
       tx,
-      sql`select id from jobs where tenant_id = ${tenantId} and id = any(${uuidArray(jobIds)}::uuid[]) and status <> ${JOB_STATUS.canceled}
+      sql`select id from jobs where shard = ${shardOf(tenantId)} and tenant_id = ${tenantId} and id = any(${uuidArray(jobIds)}::uuid[]) and status <> ${JOB_STATUS.canceled}
           order by id for update`,
     );
     const openIds = new Set(open.map((j) => j.id));
@@ -118,14 +120,14 @@ export async function replayDeadLetters(
 
     if (replaying.length > 0) {
       // The row `insertTriggeredRun` writes, for every dead letter at once.
-      await tx.execute(sql`insert into runs (id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
-        select v.id, ${tenantId}, v.job_id, ${now.toISOString()}::timestamptz, ${RUN_TRIGGER.replay}, 'scheduled',
+      await tx.execute(sql`insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
+        select ${shardOf(tenantId)}::smallint, v.id, ${tenantId}, v.job_id, ${now.toISOString()}::timestamptz, ${RUN_TRIGGER.replay}, 'scheduled',
                ${now.toISOString()}::timestamptz, ${now.toISOString()}::timestamptz
         from jsonb_to_recordset(${JSON.stringify(replaying)}::jsonb) as v(id uuid, job_id uuid)`);
       await tx
         .update(runs)
         .set({ dismissedAt: now })
-        .where(and(eq(runs.tenantId, tenantId), sql`${runs.id} = any(${uuidArray(replaying.map((r) => r.dead_id))}::uuid[])`));
+        .where(and(ofTenant(runs, tenantId), sql`${runs.id} = any(${uuidArray(replaying.map((r) => r.dead_id))}::uuid[])`));
       await announceRun(tx, nowMs, nowMs);
     }
     const [left] = await tx.select({ n: count() }).from(runs).where(match);
@@ -192,7 +194,7 @@ async function applyAction(tx: Executor, tenantId: string, action: BulkJobAction
     case 'pause': {
       const active = locked.filter((j) => j.status === JOB_STATUS.active);
       if (active.length === 0) return 0;
-      const paused = await pauseJobs(tx, JSON.stringify(active.map((j) => ({ id: j.id, reason: PAUSED_REASON.manual }))), new Date(nowMs).toISOString());
+      const paused = await pauseJobs(tx, shardOf(tenantId), JSON.stringify(active.map((j) => ({ id: j.id, reason: PAUSED_REASON.manual }))), new Date(nowMs).toISOString());
       return paused.length;
     }
     case 'resume': {

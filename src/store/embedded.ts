@@ -13,9 +13,13 @@ import type { Database, Db } from './db.ts';
 
 /**
  * Opens (creating if needed) the PGlite database in `dataDir`, or an in-memory one for `memory://`.
+ * @param opts.onStatement called with every statement and its parameters (drizzle's query logger), for tests
  * @throws when the folder cannot be created or holds a database of an incompatible version
  */
-export async function openEmbedded(dataDir: string): Promise<Database & { pg: PGlite }> {
+export async function openEmbedded(
+  dataDir: string,
+  opts: { onStatement?: (query: string, params: readonly unknown[]) => void } = {},
+): Promise<Database & { pg: PGlite }> {
   const memory = dataDir === 'memory://';
   let unlock = async () => {};
   if (!memory) {
@@ -25,7 +29,8 @@ export async function openEmbedded(dataDir: string): Promise<Database & { pg: PG
   // The extensions migration 0009 creates for the job-search indexes: PGlite bundles contrib modules separately, and
   // CREATE EXTENSION finds only those loaded here (on every open, not only the first: the indexes need them).
   const pg = await PGlite.create(memory ? undefined : dataDir, { extensions: { pg_trgm, btree_gin } });
-  const db = drizzle(pg, { schema }) as unknown as Db;
+  const logger = opts.onStatement ? { logQuery: opts.onStatement } : undefined;
+  const db = drizzle(pg, { schema, logger }) as unknown as Db;
   return {
     db,
     pg,

@@ -6,6 +6,8 @@
  * only one is made.
  */
 import { and, eq, sql } from 'drizzle-orm';
+import { shardOf } from '../domain/shard.ts';
+import { ofTenant } from './tenant-scope.ts';
 import type { JobSpec } from '../domain/job.ts';
 import type { StoreContext } from './context.ts';
 import type { Db, Executor } from './db.ts';
@@ -29,21 +31,21 @@ type KeyRow = typeof idempotencyKeys.$inferSelect;
  *   else the row of the first use
  */
 async function claimKey(tx: Executor, tenantId: string, key: string, requestHash: string, nowMs: number): Promise<KeyRow | null> {
-  await tx.execute(sql`delete from idempotency_keys where tenant_id = ${tenantId} and key = ${key}
+  await tx.execute(sql`delete from idempotency_keys where shard = ${shardOf(tenantId)} and tenant_id = ${tenantId} and key = ${key}
     and created_at < ${new Date(nowMs - IDEMPOTENCY_TTL_MS).toISOString()}::timestamptz`);
   const claimed = await tx
     .insert(idempotencyKeys)
-    .values({ tenantId, key, requestHash, createdAt: new Date(nowMs) })
+    .values({ shard: shardOf(tenantId), tenantId, key, requestHash, createdAt: new Date(nowMs) })
     .onConflictDoNothing()
     .returning({ key: idempotencyKeys.key });
   if (claimed.length > 0) return null;
-  const [row] = await tx.select().from(idempotencyKeys).where(and(eq(idempotencyKeys.tenantId, tenantId), eq(idempotencyKeys.key, key)));
+  const [row] = await tx.select().from(idempotencyKeys).where(and(ofTenant(idempotencyKeys, tenantId), eq(idempotencyKeys.key, key)));
   // Deleted in between (retention): treat as another request's, which the caller answers as a conflict.
-  return row ?? { tenantId, key, requestHash: '', jobId: null, runId: null, createdAt: new Date(nowMs) };
+  return row ?? { shard: shardOf(tenantId), tenantId, key, requestHash: '', jobId: null, runId: null, createdAt: new Date(nowMs) };
 }
 
 function recordUse(tx: Executor, tenantId: string, key: string, made: { jobId: string } | { runId: string }) {
-  return tx.update(idempotencyKeys).set(made).where(and(eq(idempotencyKeys.tenantId, tenantId), eq(idempotencyKeys.key, key)));
+  return tx.update(idempotencyKeys).set(made).where(and(ofTenant(idempotencyKeys, tenantId), eq(idempotencyKeys.key, key)));
 }
 
 /**

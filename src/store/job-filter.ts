@@ -4,6 +4,7 @@
  * list and the bulk action can never disagree on what a filter matches.
  */
 import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { ofTenant } from './tenant-scope.ts';
 import type { JobStatus } from '../domain/states.ts';
 import { jobs, jobSearchText } from './schema.ts';
 
@@ -31,7 +32,7 @@ function likeLiteral(s: string): string {
 /** The WHERE condition of `filter` over the tenant's own jobs (`kind = 'callback'`). */
 export function jobFilterCondition(tenantId: string, filter: JobFilter): SQL {
   return and(
-    eq(jobs.tenantId, tenantId),
+    ofTenant(jobs, tenantId),
     eq(jobs.kind, 'callback'),
     filter.jobIds ? inArray(jobs.id, [...filter.jobIds]) : undefined,
     filter.status ? eq(jobs.status, filter.status) : undefined,

@@ -4,6 +4,8 @@
  * job never interleave; pending runs are re-planned so that no occurrence is duplicated or lost.
  */
 import { and, eq, inArray, sql } from 'drizzle-orm';
+import { shardOf } from '../domain/shard.ts';
+import { ofTenant } from './tenant-scope.ts';
 import type { JobSpec } from '../domain/job.ts';
 import { nextOccurrence } from '../domain/schedule.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type RunTrigger } from '../domain/states.ts';
@@ -32,7 +34,7 @@ export type JobChanges = Partial<Omit<JobSpec, 'authToken' | 'key'>> & {
 
 /** Locks the tenant's own job (never a notification endpoint's hidden job) for update; null when there is none. */
 async function lockJob(tx: Executor, tenantId: string, jobId: string): Promise<JobRow | null> {
-  const [row] = await tx.select().from(jobs).where(and(eq(jobs.tenantId, tenantId), eq(jobs.id, jobId), eq(jobs.kind, 'callback'))).for('update');
+  const [row] = await tx.select().from(jobs).where(and(ofTenant(jobs, tenantId), eq(jobs.id, jobId), eq(jobs.kind, 'callback'))).for('update');
   return row ?? null;
 }
 
@@ -84,15 +86,15 @@ export async function updateJob(
     const replan =
       resuming ||
       (!pausing && !staysPaused && (changes.replace === true || changes.schedule !== undefined || changes.jitterMs !== undefined));
-    await tx.update(jobs).set(set).where(eq(jobs.id, jobId));
+    await tx.update(jobs).set(set).where(and(ofTenant(jobs, tenantId), eq(jobs.id, jobId)));
     if (pausing) {
-      await pauseJobs(tx, JSON.stringify([{ id: jobId, reason: PAUSED_REASON.manual }]), nowIso);
+      await pauseJobs(tx, shardOf(tenantId), JSON.stringify([{ id: jobId, reason: PAUSED_REASON.manual }]), nowIso);
     } else if (replan) {
       const schedule = (changes.schedule ?? job.schedule) as JobSpec['schedule'];
       // A resume starts the count of failures in a row afresh (API.md "pauseAfterFailures").
       await replanJobs(tx, [{ tenantId, jobId, schedule, jitterMs: changes.jitterMs ?? job.jitterMs }], now, { resetFailures: resuming });
     }
-    const [updated] = await tx.select().from(jobs).where(eq(jobs.id, jobId));
+    const [updated] = await tx.select().from(jobs).where(and(ofTenant(jobs, tenantId), eq(jobs.id, jobId)));
     return updated!;
   });
 }
@@ -111,13 +113,13 @@ export async function replanJobs(tx: Executor, list: readonly Replan[], nowMs: n
   if (list.length === 0) return;
   const plans = list.map((j) => ({ tenantId: j.tenantId, jobId: j.jobId, nextMs: nextOccurrence(j.schedule, nowMs - 1), jitterMs: j.jitterMs }));
   await planNextRuns(tx, plans, nowMs);
-  const rows = JSON.stringify(plans.map((p) => ({ id: p.jobId, tenant_id: p.tenantId, next_at: p.nextMs === null ? null : new Date(p.nextMs).toISOString() })));
+  const rows = JSON.stringify(plans.map((p) => ({ shard: shardOf(p.tenantId), id: p.jobId, tenant_id: p.tenantId, next_at: p.nextMs === null ? null : new Date(p.nextMs).toISOString() })));
   await tx.execute(sql`update jobs j
     set status = case when v.next_at is null then ${JOB_STATUS.completed} else ${JOB_STATUS.active} end, paused_reason = null,
         next_run_at = v.next_at, updated_at = ${new Date(nowMs).toISOString()}::timestamptz
         ${opts.resetFailures ? sql`, consecutive_failures = 0` : sql``}
-    from jsonb_to_recordset(${rows}::jsonb) as v(id uuid, tenant_id uuid, next_at timestamptz)
-    where j.id = v.id and j.tenant_id = v.tenant_id`);
+    from jsonb_to_recordset(${rows}::jsonb) as v(shard smallint, id uuid, tenant_id uuid, next_at timestamptz)
+    where j.shard = v.shard and j.id = v.id and j.tenant_id = v.tenant_id`);
 }
 
 /** A job's next occurrence (`nextMs`, epoch ms; null: none left) with its jitter in ms, for `planNextRuns`. */
@@ -137,21 +139,21 @@ export async function planNextRuns(tx: Executor, plans: readonly PlannedRun[], n
     const dueMs = p.nextMs === null ? null : p.nextMs + jitterOffsetMs(p.jobId, p.jitterMs);
     if (dueMs !== null) due.push(dueMs);
     const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-    return { id: newId(), tenant_id: p.tenantId, job_id: p.jobId, next_at: iso(p.nextMs), due_at: iso(dueMs) };
+    return { shard: shardOf(p.tenantId), id: newId(), tenant_id: p.tenantId, job_id: p.jobId, next_at: iso(p.nextMs), due_at: iso(dueMs) };
   });
   const json = JSON.stringify(rows);
   // Times travel as ISO text (exact to the ms), not epoch numbers: `is distinct from` compares them with stored values.
   await tx.execute(sql`update runs r set status = 'canceled', finished_at = ${nowIso}::timestamptz, next_attempt_at = null,
       error = 'superseded by a schedule change'
-    from jsonb_to_recordset(${json}::jsonb) as v(job_id uuid, tenant_id uuid, next_at timestamptz)
-    where r.job_id = v.job_id and r.tenant_id = v.tenant_id and r.status = 'scheduled' and r.trigger = 'schedule'
+    from jsonb_to_recordset(${json}::jsonb) as v(shard smallint, job_id uuid, tenant_id uuid, next_at timestamptz)
+    where r.shard = v.shard and r.job_id = v.job_id and r.tenant_id = v.tenant_id and r.status = 'scheduled' and r.trigger = 'schedule'
       and r.scheduled_for is distinct from v.next_at`);
   if (due.length === 0) return;
-  await tx.execute(sql`insert into runs (id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
-    select v.id, v.tenant_id, v.job_id, v.next_at, 'schedule', 'scheduled', v.due_at, ${nowIso}::timestamptz
-    from jsonb_to_recordset(${json}::jsonb) as v(id uuid, tenant_id uuid, job_id uuid, next_at timestamptz, due_at timestamptz)
+  await tx.execute(sql`insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
+    select v.shard, v.id, v.tenant_id, v.job_id, v.next_at, 'schedule', 'scheduled', v.due_at, ${nowIso}::timestamptz
+    from jsonb_to_recordset(${json}::jsonb) as v(shard smallint, id uuid, tenant_id uuid, job_id uuid, next_at timestamptz, due_at timestamptz)
     where v.next_at is not null
-    on conflict (job_id, scheduled_for) where trigger = 'schedule'
+    on conflict (shard, job_id, scheduled_for) where trigger = 'schedule'
     do update set status = 'scheduled', next_attempt_at = excluded.next_attempt_at, error = null, finished_at = null,
                   attempts = 0, started_at = null
     where runs.status in ('scheduled', 'canceled')`);
@@ -185,11 +187,11 @@ export async function cancelJobs(tx: Executor, tenantId: string, jobIds: readonl
   await tx
     .update(jobs)
     .set({ status: JOB_STATUS.canceled, nextRunAt: null, updatedAt: now })
-    .where(and(eq(jobs.tenantId, tenantId), sql`${jobs.id} = any(${ids}::uuid[])`));
+    .where(and(ofTenant(jobs, tenantId), sql`${jobs.id} = any(${ids}::uuid[])`));
   await tx
     .update(runs)
     .set({ status: RUN_STATUS.canceled, finishedAt: now, nextAttemptAt: null, error: 'job canceled' })
-    .where(and(eq(runs.tenantId, tenantId), sql`${runs.jobId} = any(${ids}::uuid[])`, inArray(runs.status, [RUN_STATUS.scheduled, RUN_STATUS.retrying])));
+    .where(and(ofTenant(runs, tenantId), sql`${runs.jobId} = any(${ids}::uuid[])`, inArray(runs.status, [RUN_STATUS.scheduled, RUN_STATUS.retrying])));
 }
 
 /**
@@ -235,6 +237,7 @@ export async function insertTriggeredRun(
   if (job.status === JOB_STATUS.canceled) throw new JobStateError('the job is canceled');
   const id = newId();
   await tx.insert(runs).values({
+    shard: shardOf(tenantId),
     id,
     tenantId,
     jobId,

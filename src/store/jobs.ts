@@ -3,6 +3,8 @@
  * answers `201` (DESIGN.md invariant 1), and announces the run on `RUNS_CHANNEL` so a sleeping dispatcher wakes.
  */
 import { and, desc, eq, lt, sql, type SQL } from 'drizzle-orm';
+import { shardOf } from '../domain/shard.ts';
+import { ofTenant } from './tenant-scope.ts';
 import type { JobSpec } from '../domain/job.ts';
 import { jitterOffsetMs, nextOccurrence } from '../domain/schedule.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../domain/states.ts';
@@ -16,7 +18,7 @@ export type JobRow = typeof jobs.$inferSelect;
 
 /** Scopes every job query by tenant: another tenant's id simply does not match. */
 /** The tenant's own job `jobId` (never a hidden notification job). */
-const ownJob = (tenantId: string, jobId: string): SQL => and(eq(jobs.tenantId, tenantId), eq(jobs.id, jobId), eq(jobs.kind, 'callback'))!;
+const ownJob = (tenantId: string, jobId: string): SQL => and(ofTenant(jobs, tenantId), eq(jobs.id, jobId), eq(jobs.kind, 'callback'))!;
 
 /** Options of job creation. */
 export type CreateJobOptions = {
@@ -61,7 +63,7 @@ export async function activeJobsRoom(
   // A notification endpoint's hidden job is not the tenant's job: it does not count.
   const [row] = await query<{ n: number | string }>(
     ctx.db,
-    sql`select count(*) as n from (select 1 from jobs where tenant_id = ${tenantId}
+    sql`select count(*) as n from (select 1 from jobs where shard = ${shardOf(tenantId)} and tenant_id = ${tenantId}
           and status in ('active', 'paused') and kind = 'callback' limit ${maxActiveJobs}) open_jobs`,
   );
   const open = Number(row?.n ?? 0);
@@ -134,6 +136,7 @@ export async function insertJobs(
     const id = newId();
     const first = nextOccurrence(spec.schedule, from);
     jobRows.push({
+      shard: shardOf(tenantId),
       id,
       tenantId,
       key: spec.key ?? null,
@@ -206,10 +209,10 @@ async function insertJobsAndRuns(
     })),
   );
   await db.execute(sql`with new_jobs as (
-      insert into jobs (id, tenant_id, key, name, status, schedule, callback, auth_token_enc, payload, retry,
+      insert into jobs (shard, id, tenant_id, key, name, status, schedule, callback, auth_token_enc, payload, retry,
                         relevancy_window_ms, delivery_mode, overlap_policy, catch_up, jitter_ms, metadata,
                         pause_after_failures, next_run_at, created_at, updated_at)
-      select v.id, ${tenantId}::uuid, v.key, v.name, v.status, v.schedule, v.callback, v.auth_token_enc, v.payload, v.retry,
+      select ${shardOf(tenantId)}::smallint, v.id, ${tenantId}::uuid, v.key, v.name, v.status, v.schedule, v.callback, v.auth_token_enc, v.payload, v.retry,
              v.relevancy_window_ms, v.delivery_mode, v.overlap_policy, v.catch_up, v.jitter_ms, v.metadata,
              v.pause_after_failures, v.next_run_at, ${nowIso}::timestamptz, ${nowIso}::timestamptz
       from jsonb_to_recordset(${jobsJson}::jsonb) as v(id uuid, key text, name text, status text, schedule jsonb,
@@ -217,8 +220,8 @@ async function insertJobsAndRuns(
              overlap_policy text, catch_up text, jitter_ms int, metadata jsonb, pause_after_failures int, next_run_at timestamptz)
       returning id),
     new_runs as (
-      insert into runs (id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
-      select v.id, ${tenantId}::uuid, v.job_id, v.scheduled_for, ${RUN_TRIGGER.schedule}, ${RUN_STATUS.scheduled},
+      insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
+      select ${shardOf(tenantId)}::smallint, v.id, ${tenantId}::uuid, v.job_id, v.scheduled_for, ${RUN_TRIGGER.schedule}, ${RUN_STATUS.scheduled},
              v.next_attempt_at, ${nowIso}::timestamptz
       from jsonb_to_recordset(${JSON.stringify(runRows)}::jsonb)
            as v(id uuid, job_id uuid, scheduled_for timestamptz, next_attempt_at timestamptz)
@@ -236,7 +239,7 @@ export async function getJob(ctx: StoreContext, tenantId: string, jobId: string)
 
 /** The tenant's job with this `key`, or null. */
 export async function getJobByKey(ctx: StoreContext, tenantId: string, key: string): Promise<JobRow | null> {
-  const [row] = await ctx.db.select().from(jobs).where(and(eq(jobs.tenantId, tenantId), eq(jobs.key, key)));
+  const [row] = await ctx.db.select().from(jobs).where(and(ofTenant(jobs, tenantId), eq(jobs.key, key)));
   return row ?? null;
 }
 

@@ -9,6 +9,8 @@
  * events commit together or not at all, crashes included.
  */
 import { and, eq, inArray, sql } from 'drizzle-orm';
+import { shardOf } from '../domain/shard.ts';
+import { ofTenant } from './tenant-scope.ts';
 import { DEFAULT_TIMEOUT_MS, type CallbackSpec } from '../domain/job.ts';
 import { EVENT_DELIVERY_RETRY, EVENT_DELIVERY_WINDOW_MS, MAX_NOTIFICATION_ENDPOINTS, type EventSeed, type EventType } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
@@ -41,12 +43,13 @@ export async function createNotificationEndpoint(
     const [{ n } = { n: 0 }] = await tx
       .select({ n: sql<number>`count(*)::int` })
       .from(notificationEndpoints)
-      .where(eq(notificationEndpoints.tenantId, tenantId));
+      .where(ofTenant(notificationEndpoints, tenantId));
     if (n >= MAX_NOTIFICATION_ENDPOINTS) throw new EndpointLimitError(`a tenant has at most ${MAX_NOTIFICATION_ENDPOINTS} notification endpoints`);
     const now = new Date(ctx.clock.now());
     const jobId = newId();
     const callback: CallbackSpec = { url: input.url, method: 'POST', headers: {}, successStatusCodes: ['2xx'], timeoutMs: DEFAULT_TIMEOUT_MS };
     await tx.insert(jobs).values({
+      shard: shardOf(tenantId),
       id: jobId,
       tenantId,
       kind: 'notification',
@@ -65,7 +68,7 @@ export async function createNotificationEndpoint(
     });
     const [row] = await tx
       .insert(notificationEndpoints)
-      .values({ id: newId(), tenantId, url: input.url, events: input.events, description: input.description, jobId, createdAt: now })
+      .values({ shard: shardOf(tenantId), id: newId(), tenantId, url: input.url, events: input.events, description: input.description, jobId, createdAt: now })
       .returning();
     return row!;
   });
@@ -73,7 +76,7 @@ export async function createNotificationEndpoint(
 
 /** The tenant's endpoints, oldest first (at most MAX_NOTIFICATION_ENDPOINTS). */
 export async function listNotificationEndpoints(ctx: StoreContext, tenantId: string): Promise<NotificationEndpointRow[]> {
-  return ctx.db.select().from(notificationEndpoints).where(eq(notificationEndpoints.tenantId, tenantId)).orderBy(notificationEndpoints.id);
+  return ctx.db.select().from(notificationEndpoints).where(ofTenant(notificationEndpoints, tenantId)).orderBy(notificationEndpoints.id);
 }
 
 /** The tenant's endpoint, or null (also for another tenant's id). */
@@ -81,7 +84,7 @@ export async function getNotificationEndpoint(ctx: StoreContext, tenantId: strin
   const [row] = await ctx.db
     .select()
     .from(notificationEndpoints)
-    .where(and(eq(notificationEndpoints.tenantId, tenantId), eq(notificationEndpoints.id, endpointId)));
+    .where(and(ofTenant(notificationEndpoints, tenantId), eq(notificationEndpoints.id, endpointId)));
   return row ?? null;
 }
 
@@ -93,14 +96,14 @@ export async function deleteNotificationEndpoint(ctx: StoreContext, tenantId: st
   return (ctx.db as Db).transaction(async (tx) => {
     const [row] = await tx
       .delete(notificationEndpoints)
-      .where(and(eq(notificationEndpoints.tenantId, tenantId), eq(notificationEndpoints.id, endpointId)))
+      .where(and(ofTenant(notificationEndpoints, tenantId), eq(notificationEndpoints.id, endpointId)))
       .returning();
     if (!row) return false;
     const nowIso = new Date(ctx.clock.now()).toISOString();
-    await tx.execute(sql`update jobs set status = 'canceled', updated_at = ${nowIso}::timestamptz where id = ${row.jobId}`);
+    await tx.execute(sql`update jobs set status = 'canceled', updated_at = ${nowIso}::timestamptz where shard = ${row.shard} and id = ${row.jobId}`);
     await tx.execute(sql`update runs set status = 'canceled', finished_at = ${nowIso}::timestamptz, next_attempt_at = null,
         error = 'notification endpoint deleted'
-      where job_id = ${row.jobId} and status in ('scheduled', 'retrying')`);
+      where shard = ${row.shard} and job_id = ${row.jobId} and status in ('scheduled', 'retrying')`);
     return true;
   });
 }
@@ -123,14 +126,19 @@ export function listDeliveries(ctx: StoreContext, endpoint: NotificationEndpoint
 export async function recordEvents(tx: Executor, seeds: readonly EventSeed[], nowMs: number): Promise<number> {
   if (seeds.length === 0) return 0;
   const tenantIds = [...new Set(seeds.map((s) => s.tenantId))];
-  const endpoints = await tx.select().from(notificationEndpoints).where(inArray(notificationEndpoints.tenantId, tenantIds));
+  // One bucket when called on the hot path (claim, finish, reap run per bucket).
+  const shards = [...new Set(tenantIds.map(shardOf))];
+  const endpoints = await tx
+    .select()
+    .from(notificationEndpoints)
+    .where(and(inArray(notificationEndpoints.shard, shards), inArray(notificationEndpoints.tenantId, tenantIds)));
   const wanted = seeds.filter((s) => endpoints.some((e) => e.tenantId === s.tenantId && (e.events as string[]).includes(s.type)));
   if (wanted.length === 0) return 0;
 
   const jobIds = [...new Set(wanted.map((s) => s.jobId))];
   const runIds = [...new Set(wanted.flatMap((s) => (s.runId ? [s.runId] : [])))];
-  const jobRows = new Map((await tx.select().from(jobs).where(inArray(jobs.id, jobIds))).map((j) => [j.id, j]));
-  const runRows = new Map(runIds.length ? (await tx.select().from(runs).where(inArray(runs.id, runIds))).map((r) => [r.id, r]) : []);
+  const jobRows = new Map((await tx.select().from(jobs).where(and(inArray(jobs.shard, shards), inArray(jobs.id, jobIds)))).map((j) => [j.id, j]));
+  const runRows = new Map(runIds.length ? (await tx.select().from(runs).where(and(inArray(runs.shard, shards), inArray(runs.id, runIds)))).map((r) => [r.id, r]) : []);
   const now = new Date(nowMs);
   const deliveries: (typeof runs.$inferInsert)[] = [];
   for (const seed of wanted) {
@@ -147,6 +155,7 @@ export async function recordEvents(tx: Executor, seeds: readonly EventSeed[], no
     for (const e of endpoints) {
       if (e.tenantId !== seed.tenantId || !(e.events as string[]).includes(seed.type)) continue;
       deliveries.push({
+        shard: e.shard,
         id: newId(),
         tenantId: e.tenantId,
         jobId: e.jobId,

@@ -14,6 +14,8 @@ export type PostgresOptions = {
   max?: number;
   /** Called when the connection pool reports a notice or error worth logging. */
   onNotice?: (message: string) => void;
+  /** Called with every statement and its parameters (drizzle's query logger); for tests that inspect statements. */
+  onStatement?: (query: string, params: readonly unknown[]) => void;
 };
 
 /**
@@ -30,7 +32,8 @@ export function openPostgres(url: string, opts: PostgresOptions = {}): Database 
     // sequential scan in the drain benchmark, 10x slower. Parsing once is the saving; re-planning is cheap.
     connection: { application_name: 'chime', plan_cache_mode: 'force_custom_plan' },
   });
-  const db = drizzle(preparing(client), { schema }) as unknown as Db;
+  const logger = opts.onStatement ? { logQuery: opts.onStatement } : undefined;
+  const db = drizzle(preparing(client), { schema, logger }) as unknown as Db;
   return {
     db,
     sql: client,

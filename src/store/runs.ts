@@ -1,5 +1,6 @@
 /** Runs and their attempt log, read side, scoped by tenant. */
 import { and, asc, desc, eq, gte, isNull, lt, ne, type SQL } from 'drizzle-orm';
+import { ofTenant } from './tenant-scope.ts';
 import { RUN_STATUS, type RunStatus } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
 import type { Executor } from './db.ts';
@@ -23,7 +24,7 @@ export async function listRuns(
     .from(runs)
     .where(
       and(
-        eq(runs.tenantId, tenantId),
+        ofTenant(runs, tenantId),
         eq(runs.jobId, jobId),
         opts.status ? eq(runs.status, opts.status) : undefined,
         opts.cursor ? lt(runs.id, opts.cursor) : undefined,
@@ -56,7 +57,7 @@ export function tenantRunsQuery(db: Executor, tenantId: string, opts: TenantRuns
     .from(runs)
     .where(
       and(
-        eq(runs.tenantId, tenantId),
+        ofTenant(runs, tenantId),
         ne(runs.trigger, 'notification'),
         opts.jobId ? eq(runs.jobId, opts.jobId) : undefined,
         opts.status ? eq(runs.status, opts.status) : undefined,
@@ -83,7 +84,7 @@ export async function listTenantRuns(ctx: StoreContext, tenantId: string, opts: 
  * predicate of the partial index `runs_tenant_dead_idx`, so lists read it in order).
  */
 export function deadLetterCondition(tenantId: string): SQL {
-  return and(eq(runs.tenantId, tenantId), eq(runs.status, RUN_STATUS.failed), isNull(runs.dismissedAt), ne(runs.trigger, 'notification'))!;
+  return and(ofTenant(runs, tenantId), eq(runs.status, RUN_STATUS.failed), isNull(runs.dismissedAt), ne(runs.trigger, 'notification'))!;
 }
 
 /**
@@ -115,8 +116,12 @@ export async function getRun(
   runId: string,
 ): Promise<{ run: RunRow; attempts: AttemptRow[] } | null> {
   // A notification's delivery is not the tenant's run (its history is the endpoint's deliveries).
-  const [run] = await ctx.db.select().from(runs).where(and(eq(runs.tenantId, tenantId), eq(runs.id, runId), ne(runs.trigger, 'notification')));
+  const [run] = await ctx.db.select().from(runs).where(and(ofTenant(runs, tenantId), eq(runs.id, runId), ne(runs.trigger, 'notification')));
   if (!run) return null;
-  const log = await ctx.db.select().from(attempts).where(eq(attempts.runId, runId)).orderBy(asc(attempts.attempt));
+  const log = await ctx.db
+    .select()
+    .from(attempts)
+    .where(and(eq(attempts.shard, run.shard), eq(attempts.runId, runId)))
+    .orderBy(asc(attempts.attempt));
   return { run, attempts: log };
 }

@@ -23,18 +23,33 @@ import {
 
 const tz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date', precision: 3 });
 
-export const tenants = pgTable('tenants', {
-  id: uuid('id').primaryKey(),
-  name: text('name').notNull(),
-  createdAt: tz('created_at').notNull().defaultNow(),
-});
+/**
+ * The tenant's bucket (`shardOf(tenantId)`, src/domain/shard.ts): on every tenant-owned row, first in its primary key
+ * and its unique and due indexes, so that a statement naming one value touches one bucket (one shard on Citus).
+ */
+const shard = () => smallint('shard').notNull();
+// Secondary indexes that are neither unique nor the due or lease index lead with their tenant or job and carry the bucket
+// second: led by the bucket, a planner short of statistics took them for the primary key (a finish read a whole bucket's
+// entries to find its runs), and the primary key for them (a list walked the bucket's rows of every tenant).
+
+export const tenants = pgTable(
+  'tenants',
+  {
+    shard: shard(),
+    id: uuid('id').notNull(),
+    name: text('name').notNull(),
+    createdAt: tz('created_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ name: 'tenants_pkey', columns: [t.shard, t.id] })],
+);
 
 /** API keys: only the SHA-256 of the key is stored; `prefix` (shown to users) finds the row. */
 export const apiKeys = pgTable(
   'api_keys',
   {
-    id: uuid('id').primaryKey(),
-    tenantId: uuid('tenant_id').notNull().references(() => tenants.id, { onDelete: 'cascade' }),
+    shard: shard(),
+    id: uuid('id').notNull(),
+    tenantId: uuid('tenant_id').notNull(),
     name: text('name').notNull(),
     prefix: text('prefix').notNull(),
     /** Hex SHA-256 of the whole key. */
@@ -44,20 +59,27 @@ export const apiKeys = pgTable(
     lastUsedAt: tz('last_used_at'),
     revokedAt: tz('revoked_at'),
   },
-  (t) => [uniqueIndex('api_keys_prefix_idx').on(t.prefix), index('api_keys_tenant_idx').on(t.tenantId)],
+  (t) => [
+    primaryKey({ name: 'api_keys_pkey', columns: [t.shard, t.id] }),
+    uniqueIndex('api_keys_shard_prefix_idx').on(t.shard, t.prefix),
+    // Authentication knows the key, not yet its tenant: it finds the row by prefix alone.
+    index('api_keys_prefix_idx').on(t.prefix),
+    index('api_keys_tenant_idx').on(t.tenantId),
+  ],
 );
 
 /** Standard Webhooks signing secrets (`whsec_…`), encrypted at rest. A rotated-out secret keeps signing until `expiresAt`. */
 export const signingSecrets = pgTable(
   'signing_secrets',
   {
-    id: uuid('id').primaryKey(),
-    tenantId: uuid('tenant_id').notNull().references(() => tenants.id, { onDelete: 'cascade' }),
+    shard: shard(),
+    id: uuid('id').notNull(),
+    tenantId: uuid('tenant_id').notNull(),
     secretEnc: text('secret_enc').notNull(),
     createdAt: tz('created_at').notNull().defaultNow(),
     expiresAt: tz('expires_at'),
   },
-  (t) => [index('signing_secrets_tenant_idx').on(t.tenantId)],
+  (t) => [primaryKey({ name: 'signing_secrets_pkey', columns: [t.shard, t.id] }), index('signing_secrets_tenant_idx').on(t.tenantId)],
 );
 
 /** The service's own JWT signing keys (Chime-Signature); public halves are served at /.well-known/jwks.json. */
@@ -86,13 +108,15 @@ export function jobSearchText(name: AnyPgColumn, key: AnyPgColumn): SQL {
  * parent, one per row) measured ~33 µs per job, half of PostgreSQL's cost of a 1,000-job batch. Every insert already
  * has its parent: jobs are made for the authenticated tenant, a job's first run in the statement that makes the job
  * (`insertJobsAndRuns` checks it exists), later runs in the transaction that locks or claims their job; and Chime
- * deletes neither jobs nor tenants. Deleting them by hand still cascades, through the statement triggers
- * `tenants_delete_jobs` and `jobs_delete_runs` (drizzle/0006_jobs_runs_without_fk.sql), as ON DELETE CASCADE did.
+ * deletes jobs only with their tenant. No table carries a foreign key or a trigger to cascade (a distributed
+ * PostgreSQL refuses statement triggers): `deleteTenant` (tenants.ts) and retention delete the dependent rows with
+ * explicit statements.
  */
 export const jobs = pgTable(
   'jobs',
   {
-    id: uuid('id').primaryKey(),
+    shard: shard(),
+    id: uuid('id').notNull(),
     tenantId: uuid('tenant_id').notNull(),
     key: text('key'),
     name: text('name'),
@@ -123,12 +147,13 @@ export const jobs = pgTable(
     updatedAt: tz('updated_at').notNull(),
   },
   (t) => [
-    index('jobs_tenant_idx').on(t.tenantId, t.id),
-    uniqueIndex('jobs_tenant_key_idx').on(t.tenantId, t.key).where(sql`${t.key} is not null`),
+    primaryKey({ name: 'jobs_pkey', columns: [t.shard, t.id] }),
+    index('jobs_tenant_idx').on(t.tenantId, t.shard, t.id),
+    uniqueIndex('jobs_tenant_key_idx').on(t.shard, t.tenantId, t.key).where(sql`${t.key} is not null`),
     // The active-jobs quota counts these on every job creation: only open jobs of the tenant's own (not the hidden
     // jobs of notification endpoints), whatever the tenant's history; the predicate is the count's, so it reads the
     // index only.
-    index('jobs_tenant_open_idx').on(t.tenantId).where(sql`${t.status} in ('active', 'paused') and ${t.kind} = 'callback'`),
+    index('jobs_tenant_open_idx').on(t.tenantId, t.shard).where(sql`${t.status} in ('active', 'paused') and ${t.kind} = 'callback'`),
     // Job search (`GET /v1/jobs?q=&metadata.<key>=`, bulk actions): trigrams of the search text (pg_trgm) and the
     // metadata's key/value paths, each led by tenant_id (a uuid in GIN through btree_gin), so one bitmap index scan
     // finds the tenant's matches and never the other tenants' (which a single-column index would fetch and filter
@@ -141,7 +166,8 @@ export const jobs = pgTable(
 export const runs = pgTable(
   'runs',
   {
-    id: uuid('id').primaryKey(),
+    shard: shard(),
+    id: uuid('id').notNull(),
     tenantId: uuid('tenant_id').notNull(),
     /** The job (no foreign key: see `jobs`). */
     jobId: uuid('job_id').notNull(),
@@ -165,19 +191,21 @@ export const runs = pgTable(
     eventId: uuid('event_id'),
   },
   (t) => [
+    primaryKey({ name: 'runs_pkey', columns: [t.shard, t.id] }),
     // Invariant 2: one run per scheduled occurrence of a job.
-    uniqueIndex('runs_occurrence_idx').on(t.jobId, t.scheduledFor).where(sql`${t.trigger} = 'schedule'`),
-    index('runs_due_idx').on(t.nextAttemptAt).where(sql`${t.status} in ('scheduled', 'retrying')`),
+    uniqueIndex('runs_occurrence_idx').on(t.shard, t.jobId, t.scheduledFor).where(sql`${t.trigger} = 'schedule'`),
+    // A bucket's waiting runs in due order: a claim reads one bucket's (see claim-runs.ts).
+    index('runs_due_idx').on(t.shard, t.nextAttemptAt).where(sql`${t.status} in ('scheduled', 'retrying')`),
     // The reaper's index: the runs holding a lease, which are exactly the `running` ones (every way out of `running`
     // clears the lease). Its predicate names the lease, not the status, so that a statement that looks runs up by id
     // and checks `status = 'running'` (finish, renew, unclaim) cannot pick it: with statistics missing or stale,
     // PostgreSQL otherwise scanned every running run's entry (and the dead ones behind them) for each batch.
-    index('runs_lease_idx').on(t.leaseExpiresAt).where(sql`${t.leaseExpiresAt} is not null`),
-    index('runs_job_idx').on(t.jobId, t.id),
+    index('runs_lease_idx').on(t.shard, t.leaseExpiresAt).where(sql`${t.leaseExpiresAt} is not null`),
+    index('runs_job_idx').on(t.jobId, t.shard, t.id),
     // Dead letters: failed, not dismissed, not a notification's delivery; newest first per tenant.
-    index('runs_tenant_dead_idx').on(t.tenantId, t.id).where(sql`${t.status} = 'failed' and ${t.dismissedAt} is null and ${t.trigger} <> 'notification'`),
+    index('runs_tenant_dead_idx').on(t.tenantId, t.shard, t.id).where(sql`${t.status} = 'failed' and ${t.dismissedAt} is null and ${t.trigger} <> 'notification'`),
     // The tenant-wide runs feed (`GET /v1/runs`), newest first.
-    index('runs_tenant_idx').on(t.tenantId, t.id),
+    index('runs_tenant_idx').on(t.tenantId, t.shard, t.id),
   ],
 );
 
@@ -186,12 +214,12 @@ export const runs = pgTable(
  * so it carries no surrogate key and no foreign key: the primary key is the only index, and the check a foreign key
  * makes on each insert (a KEY SHARE lock on the run just updated, a WAL record of its own) measured ~40 % of the
  * finish statement's cost. Attempts are written only for runs this store holds or has just reaped, and runs are
- * deleted only by retention, long after they finished; deleting runs deletes their attempts through the statement
- * trigger `runs_delete_attempts` (drizzle/0004_attempts_hot_path.sql), as the cascade did.
+ * deleted only by retention, long after they finished, which deletes their attempts in the same statement.
  */
 export const attempts = pgTable(
   'attempts',
   {
+    shard: shard(),
     runId: uuid('run_id').notNull(),
     attempt: smallint('attempt').notNull(),
     startedAt: tz('started_at').notNull(),
@@ -204,7 +232,7 @@ export const attempts = pgTable(
     /** At-most-once: true once the request may have left (written before sending). */
     sent: boolean('sent').notNull().default(true),
   },
-  (t) => [primaryKey({ name: 'attempts_pkey', columns: [t.runId, t.attempt] })],
+  (t) => [primaryKey({ name: 'attempts_pkey', columns: [t.shard, t.runId, t.attempt] })],
 );
 
 /**
@@ -214,14 +242,15 @@ export const attempts = pgTable(
 export const idempotencyKeys = pgTable(
   'idempotency_keys',
   {
-    tenantId: uuid('tenant_id').notNull().references(() => tenants.id, { onDelete: 'cascade' }),
+    shard: shard(),
+    tenantId: uuid('tenant_id').notNull(),
     key: text('key').notNull(),
     requestHash: text('request_hash').notNull(),
     jobId: uuid('job_id'),
     runId: uuid('run_id'),
     createdAt: tz('created_at').notNull().defaultNow(),
   },
-  (t) => [uniqueIndex('idempotency_keys_pk').on(t.tenantId, t.key), index('idempotency_keys_created_idx').on(t.createdAt)],
+  (t) => [uniqueIndex('idempotency_keys_pk').on(t.shard, t.tenantId, t.key), index('idempotency_keys_created_idx').on(t.createdAt)],
 );
 
 /**
@@ -232,10 +261,9 @@ export const idempotencyKeys = pgTable(
 export const notificationEndpoints = pgTable(
   'notification_endpoints',
   {
-    id: uuid('id').primaryKey(),
-    tenantId: uuid('tenant_id')
-      .notNull()
-      .references(() => tenants.id, { onDelete: 'cascade' }),
+    shard: shard(),
+    id: uuid('id').notNull(),
+    tenantId: uuid('tenant_id').notNull(),
     url: text('url').notNull(),
     /** The event types it subscribes to (a JSON array of strings). */
     events: jsonb('events').notNull(),
@@ -244,5 +272,8 @@ export const notificationEndpoints = pgTable(
     jobId: uuid('job_id').notNull(),
     createdAt: tz('created_at').notNull(),
   },
-  (t) => [index('notification_endpoints_tenant_idx').on(t.tenantId, t.id)],
+  (t) => [
+    primaryKey({ name: 'notification_endpoints_pkey', columns: [t.shard, t.id] }),
+    index('notification_endpoints_tenant_idx').on(t.tenantId, t.id),
+  ],
 );

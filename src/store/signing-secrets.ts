@@ -3,6 +3,8 @@
  * `ROTATION_OVERLAP_MS`, so receivers can switch over without dropping a callback.
  */
 import { and, desc, eq, gt, isNull, or } from 'drizzle-orm';
+import { shardOf } from '../domain/shard.ts';
+import { ofTenant } from './tenant-scope.ts';
 import type { StoreContext } from './context.ts';
 import { generateSigningSecret } from './credentials.ts';
 import { newId } from '../domain/ids.ts';
@@ -15,6 +17,7 @@ export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
 export async function createSigningSecret(ctx: StoreContext, tenantId: string): Promise<string> {
   const secret = generateSigningSecret();
   await ctx.db.insert(signingSecrets).values({
+    shard: shardOf(tenantId),
     id: newId(),
     tenantId,
     secretEnc: await ctx.cipher.seal(secret),
@@ -34,7 +37,7 @@ export async function activeSigningSecrets(ctx: StoreContext, tenantId: string):
     .from(signingSecrets)
     .where(
       and(
-        eq(signingSecrets.tenantId, tenantId),
+        ofTenant(signingSecrets, tenantId),
         or(isNull(signingSecrets.expiresAt), gt(signingSecrets.expiresAt, now)),
       ),
     )
@@ -55,11 +58,11 @@ export async function rotateSigningSecret(
   await ctx.db
     .update(signingSecrets)
     .set({ expiresAt: new Date(now) })
-    .where(and(eq(signingSecrets.tenantId, tenantId), gt(signingSecrets.expiresAt, new Date(now))));
+    .where(and(ofTenant(signingSecrets, tenantId), gt(signingSecrets.expiresAt, new Date(now))));
   await ctx.db
     .update(signingSecrets)
     .set({ expiresAt: previousValidUntil })
-    .where(and(eq(signingSecrets.tenantId, tenantId), isNull(signingSecrets.expiresAt)));
+    .where(and(ofTenant(signingSecrets, tenantId), isNull(signingSecrets.expiresAt)));
   const signingSecret = await createSigningSecret(ctx, tenantId);
   return { signingSecret, previousValidUntil };
 }

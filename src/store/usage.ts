@@ -6,6 +6,7 @@
  * Chime telling the tenant about its jobs, not one of the tenant's runs: it counts nowhere here, and nor does its job.
  */
 import { sql } from 'drizzle-orm';
+import { shardOf } from '../domain/shard.ts';
 import type { StoreContext } from './context.ts';
 import { query } from './db.ts';
 
@@ -77,14 +78,14 @@ export async function tenantUsage(ctx: StoreContext, tenantId: string, days: num
             count(*) filter (where status = 'expired') as expired,
             count(*) filter (where status = 'skipped') as skipped
           from runs
-          where tenant_id = ${tenantId} and trigger <> 'notification'
+          where shard = ${shardOf(tenantId)} and tenant_id = ${tenantId} and trigger <> 'notification'
             and status in ('succeeded', 'failed', 'expired', 'skipped')
             and finished_at >= ${from}::timestamptz and finished_at <= ${to}::timestamptz
           group by 1
         ), tried as (
           select date_trunc('day', a.started_at at time zone 'UTC') as day, count(*) as attempts
-          from attempts a join runs r on r.id = a.run_id
-          where r.tenant_id = ${tenantId} and r.trigger <> 'notification'
+          from attempts a join runs r on r.shard = a.shard and r.id = a.run_id
+          where r.shard = ${shardOf(tenantId)} and tenant_id = ${tenantId} and r.trigger <> 'notification'
             and a.started_at >= ${from}::timestamptz and a.started_at <= ${to}::timestamptz
           group by 1
         )
@@ -99,7 +100,7 @@ export async function tenantUsage(ctx: StoreContext, tenantId: string, days: num
     sql`with lag as (
           select greatest(0, extract(epoch from (started_at - scheduled_for)) * 1000)::float8 as ms
           from runs
-          where tenant_id = ${tenantId} and trigger <> 'notification'
+          where shard = ${shardOf(tenantId)} and tenant_id = ${tenantId} and trigger <> 'notification'
             and started_at > ${dayAgo}::timestamptz and started_at <= ${to}::timestamptz
         )
         select (select count(*) from lag) as started,
@@ -108,7 +109,7 @@ export async function tenantUsage(ctx: StoreContext, tenantId: string, days: num
           count(*) filter (where status = 'active') as active,
           count(*) filter (where status = 'paused') as paused
         from jobs
-        where tenant_id = ${tenantId} and status in ('active', 'paused') and kind = 'callback'`,
+        where shard = ${shardOf(tenantId)} and tenant_id = ${tenantId} and status in ('active', 'paused') and kind = 'callback'`,
   );
 
   const byDay = new Map(perDay.map((r) => [r.day, r]));

@@ -36,7 +36,8 @@ const WorkerVarsSchema = z.object({
 });
 
 /** The `scheduled` tick's bounds (see WORKER_DEFAULTS). */
-export type TickLimits = { tickBudgetMs: number; concurrency: number; maxCallbacksPerTick: number };
+import type { TickLimits } from '../dispatch/drivers/workers-tick.ts';
+export type { TickLimits };
 
 /** Everything the Worker's handlers need from `env`. */
 export type WorkerConfig = {

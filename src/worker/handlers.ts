@@ -20,7 +20,7 @@ import { loadWorkerConfig, type WorkerConfig } from './config.ts';
 import { openWorkerDatabase, type WorkerDatabase } from './database.ts';
 import { createFetchDeliver, type FetchFn } from './fetch-deliver.ts';
 import { createWorkerLogger, type LogSink, type WorkerLogger } from './log.ts';
-import { runTick, type TickReport } from './tick.ts';
+import { runTick, type TickReport } from '../dispatch/drivers/workers-tick.ts';
 import type { ExecutionContext, ScheduledController, WorkerEnv } from './types.ts';
 import type { WebAssets } from '../console/assets.ts';
 

@@ -75,16 +75,16 @@ async function expectBadParams(api: Api, path: string, paths: string[]): Promise
 async function addNotificationJob(app: TestApp, templateJobId: string, name: string): Promise<{ jobId: string; runId: string }> {
   const [job] = await query<{ id: string }>(
     app.database.db,
-    sql`insert into jobs (id, tenant_id, key, name, status, kind, schedule, callback, retry, delivery_mode, overlap_policy,
+    sql`insert into jobs (shard, id, tenant_id, key, name, status, kind, schedule, callback, retry, delivery_mode, overlap_policy,
           catch_up, jitter_ms, metadata, created_at, updated_at)
-        select gen_random_uuid(), tenant_id, null, ${name}, 'active', 'notification', schedule, callback, retry, delivery_mode,
+        select shard, gen_random_uuid(), tenant_id, null, ${name}, 'active', 'notification', schedule, callback, retry, delivery_mode,
           overlap_policy, catch_up, jitter_ms, metadata, created_at, updated_at
         from jobs where id = ${templateJobId} returning id`,
   );
   const [run] = await query<{ id: string }>(
     app.database.db,
-    sql`insert into runs (id, tenant_id, job_id, scheduled_for, trigger, status, created_at)
-        select gen_random_uuid(), tenant_id, id, ${at(T0 + 2 * HOUR)}::timestamptz, 'notification', 'failed', now()
+    sql`insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, created_at)
+        select shard, gen_random_uuid(), tenant_id, id, ${at(T0 + 2 * HOUR)}::timestamptz, 'notification', 'failed', now()
         from jobs where id = ${job!.id} returning id`,
   );
   return { jobId: job!.id, runId: run!.id };

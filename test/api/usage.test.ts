@@ -39,14 +39,14 @@ async function addRun(app: TestApp, r: RunSpec): Promise<string> {
   const scheduledFor = r.scheduledFor ?? r.startedAt ?? r.finishedAt ?? NOW;
   const [run] = await query<{ id: string }>(
     app.database.db,
-    sql`insert into runs (id, tenant_id, job_id, scheduled_for, trigger, status, started_at, finished_at, created_at)
-        values (gen_random_uuid(), ${r.tenantId}, ${r.jobId}, ${at(scheduledFor)}::timestamptz, ${r.trigger ?? 'manual'}, ${r.status},
+    sql`insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, started_at, finished_at, created_at)
+        values (chime_shard_of(${r.tenantId}::uuid), gen_random_uuid(), ${r.tenantId}, ${r.jobId}, ${at(scheduledFor)}::timestamptz, ${r.trigger ?? 'manual'}, ${r.status},
           ${r.startedAt === undefined ? null : at(r.startedAt)}::timestamptz, ${r.finishedAt === undefined ? null : at(r.finishedAt)}::timestamptz,
           ${at(scheduledFor)}::timestamptz)
         returning id`,
   );
   for (const [i, startedAt] of (r.attempts ?? []).entries()) {
-    await app.database.db.execute(sql`insert into attempts (run_id, attempt, started_at) values (${run!.id}, ${i + 1}, ${at(startedAt)}::timestamptz)`);
+    await app.database.db.execute(sql`insert into attempts (shard, run_id, attempt, started_at) values (chime_shard_of(${r.tenantId}::uuid), ${run!.id}, ${i + 1}, ${at(startedAt)}::timestamptz)`);
   }
   return run!.id;
 }
@@ -95,9 +95,9 @@ describe.each(DATABASE_TARGETS)('GET /v1/usage ($kind)', (target) => {
     const jobId = ids[0]!;
     const [hidden] = await query<{ id: string }>(
       app.database.db,
-      sql`insert into jobs (id, tenant_id, name, status, kind, schedule, callback, retry, delivery_mode, overlap_policy, catch_up,
+      sql`insert into jobs (shard, id, tenant_id, name, status, kind, schedule, callback, retry, delivery_mode, overlap_policy, catch_up,
             jitter_ms, metadata, created_at, updated_at)
-          select gen_random_uuid(), tenant_id, 'hidden', 'active', 'notification', schedule, callback, retry, delivery_mode,
+          select shard, gen_random_uuid(), tenant_id, 'hidden', 'active', 'notification', schedule, callback, retry, delivery_mode,
             overlap_policy, catch_up, jitter_ms, metadata, created_at, updated_at
           from jobs where id = ${jobId} returning id`,
     );

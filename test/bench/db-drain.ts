@@ -14,7 +14,7 @@
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { systemClock } from '../../src/domain/clock.ts';
-import { createDispatcher } from '../../src/dispatch/dispatcher.ts';
+import { createDispatcher } from '../../src/dispatch/drivers/node-dispatcher.ts';
 import type { Keyring } from '../../src/dispatch/keyring.ts';
 import { migratePostgresUrl } from '../../src/store/migrate.ts';
 import { openPostgres } from '../../src/store/postgres.ts';
@@ -43,14 +43,14 @@ async function addDueRuns(sql: Sql, n: number): Promise<void> {
   // Due now, and their schedule says so: a claim then completes each job rather than plan a next occurrence.
   const at = new Date().toISOString();
   const schedule = { type: 'once', at };
-  await sql`insert into tenants (id, name, created_at) values (${TENANT}, 'bench', now())`;
-  await sql`insert into jobs (id, tenant_id, status, schedule, callback, retry, delivery_mode, overlap_policy, catch_up,
+  await sql`insert into tenants (shard, id, name, created_at) values (chime_shard_of(${TENANT}::uuid), ${TENANT}, 'bench', now())`;
+  await sql`insert into jobs (shard, id, tenant_id, status, schedule, callback, retry, delivery_mode, overlap_policy, catch_up,
                               jitter_ms, metadata, next_run_at, created_at, updated_at)
-            values (${TEMPLATE_JOB}, ${TENANT}, 'active', ${sql.json(schedule)},
+            values (chime_shard_of(${TENANT}::uuid), ${TEMPLATE_JOB}, ${TENANT}, 'active', ${sql.json(schedule)},
                     '{"url":"http://127.0.0.1:9/db-drain","method":"POST","headers":{},"timeoutMs":10000,"successStatusCodes":["2xx"]}',
                     '{"strategy":"none"}', 'at-least-once', 'allow', 'latest', 0, '{}', ${at}, now(), now())`;
-  await sql`insert into runs (id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
-            values (${TEMPLATE_JOB}, ${TENANT}, ${TEMPLATE_JOB}, ${at}, 'schedule', 'canceled', null, now())`;
+  await sql`insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
+            values (chime_shard_of(${TENANT}::uuid), ${TEMPLATE_JOB}, ${TENANT}, ${TEMPLATE_JOB}, ${at}, 'schedule', 'canceled', null, now())`;
   await cloneRows(sql, { schema: 'public', name: 'jobs' }, `t.id = '${TEMPLATE_JOB}'`, { id: `md5('j' || g)::uuid` }, 1, n);
   await cloneRows(sql, { schema: 'public', name: 'runs' }, `t.id = '${TEMPLATE_JOB}'`, {
     id: `md5('r' || g)::uuid`,

@@ -38,6 +38,7 @@ const keyring: Keyring = {
 
 /** A claimed run of a job with `headers` as stored, to `url`. */
 const claimedRun = (url: string, headers: Record<string, string>, authTokenEnc: string | null = null): ClaimedRun => ({
+  shard: 0,
   runId: '01900000-0000-7000-8000-000000000001',
   eventId: null,
   jobId: '01900000-0000-7000-8000-000000000002',

@@ -1,9 +1,9 @@
 /**
- * `claimWaitMs` (src/dispatch/dispatcher.ts): when the dispatcher's next claim comes, given the earliest due run.
+ * `claimWaitMs` (src/dispatch/engine/claim-pacer.ts): when the dispatcher's next claim comes, given the earliest due run.
  * Lookahead 250 ms and poll 2 s, the defaults.
  */
 import { describe, expect, it } from 'vitest';
-import { claimWaitMs } from '../../src/dispatch/dispatcher.ts';
+import { claimWaitMs } from '../../src/dispatch/engine/claim-pacer.ts';
 
 const o = { lookaheadMs: 250, pollMs: 2_000 };
 const NOW = 1_000_000;

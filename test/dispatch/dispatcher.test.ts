@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { sql } from 'drizzle-orm';
 import { systemClock } from '../../src/domain/clock.ts';
 import { createCallbackAgent, createDeliver } from '../../src/dispatch/deliver.ts';
-import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/dispatch/dispatcher.ts';
+import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/dispatch/drivers/node-dispatcher.ts';
 import { createKeyring } from '../../src/dispatch/keyring.ts';
 import { createDispatchMetrics, type DispatchMetrics } from '../../src/dispatch/metrics.ts';
 import { query, type Database } from '../../src/store/db.ts';
@@ -21,7 +21,7 @@ import { createJob } from '../../src/store/jobs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
-import { attemptsOf, createTestTenantIn, openTestStore, runsOf, testJobSpec, type JobSpecInput, type TestStore } from '../support/store.ts';
+import { attemptsOf, createTestTenantIn, openTestStore, runsOf, testJobSpec, type JobSpecInput, type TestStore, deleteAllJobs } from '../support/store.ts';
 
 const logger = pino({ level: 'silent' });
 
@@ -102,7 +102,7 @@ describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
     await store?.close();
   });
   beforeEach(async () => {
-    await store.database.db.execute(sql`delete from jobs`);
+    await deleteAllJobs(store.database);
     receiver.received.length = 0;
     receiver.respond = () => ({ status: 200 });
   });
@@ -310,11 +310,12 @@ describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
     const d = await dispatchers.start(counted.database, { pollMs: 50 });
     try {
       await eventually(() => counted.statements >= 10, { what: 'ten polls' });
-      // The first claim at start found nothing; every poll since only looked.
-      expect(counted.transactions).toBe(1);
+      // The first claim at start found no bucket with a run due, so it opened no transaction; every poll since only
+      // looked.
+      expect(counted.transactions).toBe(0);
       const j = await job('/idle-then-due');
       await eventually(() => hits('/idle-then-due').length === 1, { what: 'the run that came due to be delivered' });
-      expect(counted.transactions).toBeGreaterThan(1);
+      expect(counted.transactions).toBeGreaterThan(0);
       expect((await runsOf(store.database, j.id))[0]?.trigger).toBe('schedule');
     } finally {
       await dispatchers.stop(d);

@@ -14,7 +14,7 @@ import type { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/domain/clock.ts';
 import { createCallbackAgent, createDeliver } from '../../src/dispatch/deliver.ts';
-import { createDispatcher, type Dispatcher } from '../../src/dispatch/dispatcher.ts';
+import { createDispatcher, type Dispatcher } from '../../src/dispatch/drivers/node-dispatcher.ts';
 import { createKeyring } from '../../src/dispatch/keyring.ts';
 import { query } from '../../src/store/db.ts';
 import { createJob } from '../../src/store/jobs.ts';

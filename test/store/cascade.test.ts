@@ -1,13 +1,15 @@
 /**
- * Jobs, runs and attempts carry no foreign keys (the registration and finish hot paths; schema.ts): deleting a tenant
- * or a job by hand must still take everything under it, as ON DELETE CASCADE did, through the statement triggers of
- * drizzle/0004 and 0006, and leave every other tenant's rows alone.
+ * No table carries a foreign key or a trigger (the hot paths, and a distributed PostgreSQL refuses statement
+ * triggers; schema.ts): `deleteTenant` must still take everything the tenant owns, with explicit statements, and leave
+ * every other tenant's rows alone. The triggers of drizzle/0004 and 0006 are gone since 0013.
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { createJob } from '../../src/store/jobs.ts';
 import { createNotificationEndpoint, listNotificationEndpoints } from '../../src/store/notifications.ts';
 import { query } from '../../src/store/db.ts';
+import { deleteTenant, getTenant } from '../../src/store/tenants.ts';
+import { shardOf } from '../../src/domain/shard.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { createTestTenantIn, T0, testJobSpec, useTestStore, type TestStore } from '../support/store.ts';
 
@@ -24,7 +26,9 @@ describe.each(DATABASE_TARGETS)('deleting tenants and jobs on $kind', (target) =
   async function jobWithAttempt(tenant: string): Promise<{ jobId: string; runId: string }> {
     const job = await createJob(store.ctx, tenant, testJobSpec(T0), T0);
     const [run] = await query<{ id: string }>(store.database.db, sql`select id from runs where job_id = ${job.id}`);
-    await store.database.db.execute(sql`insert into attempts (run_id, attempt, started_at) values (${run!.id}, 1, ${new Date(T0).toISOString()}::timestamptz)`);
+    await store.database.db.execute(
+      sql`insert into attempts (shard, run_id, attempt, started_at) values (${shardOf(tenant)}, ${run!.id}, 1, ${new Date(T0).toISOString()}::timestamptz)`,
+    );
     return { jobId: job.id, runId: run!.id };
   }
   const counts = async (tenant: string) => {
@@ -37,18 +41,14 @@ describe.each(DATABASE_TARGETS)('deleting tenants and jobs on $kind', (target) =
     return row!;
   };
 
-  it('deleting jobs deletes their runs and attempts, and nothing else', async () => {
-    const gone = await jobWithAttempt(tenantId);
-    const kept = await jobWithAttempt(tenantId);
-    await store.database.db.execute(sql`delete from jobs where id = ${gone.jobId}`);
-    expect(await counts(tenantId)).toEqual({ jobs: 1, runs: 1, attempts: 1 });
-    const [orphans] = await query<{ n: number }>(
+  it('no table has a trigger or a foreign key', async () => {
+    const [row] = await query<{ triggers: number; fks: number }>(
       store.database.db,
-      sql`select (select count(*)::int from runs where job_id = ${gone.jobId}) + (select count(*)::int from attempts where run_id = ${gone.runId}) as n`,
+      sql`select (select count(*)::int from pg_trigger t join pg_class c on c.oid = t.tgrelid
+                  where not t.tgisinternal and c.relnamespace = 'public'::regnamespace) as triggers,
+                 (select count(*)::int from pg_constraint where contype = 'f' and connamespace = 'public'::regnamespace) as fks`,
     );
-    expect(orphans!.n).toBe(0);
-    const [left] = await query<{ id: string }>(store.database.db, sql`select id from runs where job_id = ${kept.jobId}`);
-    expect(left!.id).toBe(kept.runId);
+    expect(row).toEqual({ triggers: 0, fks: 0 });
   });
 
   it("deleting a tenant deletes its jobs, runs, attempts and notification endpoints, and leaves another tenant's alone", async () => {
@@ -59,7 +59,9 @@ describe.each(DATABASE_TARGETS)('deleting tenants and jobs on $kind', (target) =
     const endpoint = { url: 'http://127.0.0.1:9/events', events: ['run.failed' as const], description: null };
     await createNotificationEndpoint(store.ctx, other, endpoint);
     await createNotificationEndpoint(store.ctx, tenantId, endpoint);
-    await store.database.db.execute(sql`delete from tenants where id = ${other}`);
+    expect(await deleteTenant(store.ctx, other)).toBe(true);
+    expect(await deleteTenant(store.ctx, other)).toBe(false);
+    expect(await getTenant(store.ctx, other)).toBeNull();
     // Its notification endpoint's hidden delivery job is one of its jobs: gone too.
     expect(await counts(other)).toEqual({ jobs: 0, runs: 0, attempts: 0 });
     expect(await listNotificationEndpoints(store.ctx, other)).toEqual([]);
@@ -70,5 +72,10 @@ describe.each(DATABASE_TARGETS)('deleting tenants and jobs on $kind', (target) =
     );
     expect(orphanAttempts!.n).toBe(0);
     expect((await counts(tenantId)).jobs).toBeGreaterThanOrEqual(1);
+    const [keys] = await query<{ n: number }>(
+      store.database.db,
+      sql`select (select count(*)::int from api_keys where tenant_id = ${other}) + (select count(*)::int from signing_secrets where tenant_id = ${other}) as n`,
+    );
+    expect(keys!.n).toBe(0);
   });
 });

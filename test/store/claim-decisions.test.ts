@@ -26,6 +26,7 @@ describe.each(DATABASE_TARGETS)('claim decisions on $kind', (target) => {
   const finish = (run: ClaimedRun, o: { runStatus: 'succeeded' | 'retrying'; nextAttemptAtMs?: number; owner?: string }) =>
     finishRuns(store.database.db, o.owner ?? 'A', [
       {
+        shard: run.shard,
         runId: run.runId,
         jobId: run.jobId,
         attempt: run.attempt,

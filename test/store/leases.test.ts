@@ -31,6 +31,7 @@ describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
   const claim = (owner: string, nowMs: number) => claimRuns(store.database.db, { owner, limit: 100, nowMs, leaseMarginMs: MARGIN });
   const job = (o: JobSpecInput = {}) => createJob(store.ctx, tenantId, testJobSpec(T0, { callback: { timeoutMs: 1000 }, ...o }), T0);
   const outcome = (run: ClaimedRun, o: Partial<AttemptOutcome> & Pick<AttemptOutcome, 'runStatus'>): AttemptOutcome => ({
+    shard: run.shard,
     runId: run.runId,
     jobId: run.jobId,
     attempt: run.attempt,
@@ -179,7 +180,7 @@ describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
 
     const runOf = (jobId: string) => claimed.find((c) => c.jobId === jobId)!.runId;
     const now = T0 + 500; // before the leases expire: a shutdown, not a reap
-    await releaseLeases(store.database.db, 'A', [runOf(again.id), runOf(once.id), runOf(spent.id), byB!.runId], now);
+    await releaseLeases(store.database.db, 'A', [runOf(again.id), runOf(once.id), runOf(spent.id), byB!.runId].map((runId) => ({ shard: claimed[0]!.shard, runId })), now);
 
     const [r1] = await runsOf(store.database, again.id);
     expect(r1).toMatchObject({ status: 'retrying', nextAttemptAtMs: now, finishedAtMs: null, leaseOwner: null, leaseExpiresAtMs: null });

@@ -4,6 +4,7 @@
  * the claim's own transaction; concurrent claims never hand out the same run.
  */
 import { sql } from 'drizzle-orm';
+import { shardOf } from '../../src/domain/shard.ts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { newId } from '../../src/domain/ids.ts';
@@ -13,7 +14,7 @@ import { createJob, getJob } from '../../src/store/jobs.ts';
 import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
 import { runs } from '../../src/store/schema.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { createTestTenantIn, openTestStore, runsOf, T0, testJobSpec, type TestStore } from '../support/store.ts';
+import { createTestTenantIn, openTestStore, runsOf, T0, testJobSpec, type TestStore, deleteAllJobs } from '../support/store.ts';
 
 const MINUTE = 60_000;
 
@@ -31,7 +32,7 @@ describe.each(DATABASE_TARGETS)('jobs and occurrences on $kind', (target) => {
   });
   beforeEach(async () => {
     clock.set(T0);
-    await store.database.db.execute(sql`delete from jobs`);
+    await deleteAllJobs(store.database);
   });
 
   const claim = (owner: string, nowMs: number, limit = 100, database: Database = store.database) =>
@@ -96,6 +97,7 @@ describe.each(DATABASE_TARGETS)('jobs and occurrences on $kind', (target) => {
   /** Inserts a waiting run of `jobId` at `scheduledForMs`, as the store does (ON CONFLICT DO NOTHING) or without it. */
   const insertOccurrence = async (jobId: string, scheduledForMs: number, o: { trigger?: string; onConflict?: boolean } = {}) => {
     const insert = store.database.db.insert(runs).values({
+      shard: shardOf(tenantId),
       id: newId(),
       tenantId,
       jobId,
@@ -210,6 +212,8 @@ describe.each(DATABASE_TARGETS)('jobs and occurrences on $kind', (target) => {
       }
     };
     if (target.kind === 'postgres') {
+      // Both pools connected first, so that neither owner drains everything while the other is still connecting.
+      await Promise.all([dbA, dbB].flatMap((d) => [d.db.execute(sql`select 1`), d.db.execute(sql`select 1`)]));
       await Promise.all([drain('A', dbA), drain('B', dbB), drain('A', dbA), drain('B', dbB)]);
     } else {
       await drain('A', dbA);

@@ -6,6 +6,7 @@
  * Each statement is run under EXPLAIN ANALYZE (in a transaction rolled back) and the work its plan did is counted.
  */
 import { sql, type SQL } from 'drizzle-orm';
+import { shardOf } from '../../src/domain/shard.ts';
 import { describe, expect, it } from 'vitest';
 import { destinationOf } from '../../src/domain/destination.ts';
 import { query } from '../../src/store/db.ts';
@@ -60,17 +61,19 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
    * burst of registrations would leave them: no ANALYZE since.
    */
   async function addDueRuns(prefix: string, url: string, n: number, firstDueMs: number): Promise<void> {
+    // Ids new to this test: the same ids deleted and inserted again by every test leave dead index entries behind.
+    prefix = `${prefix}-${crypto.randomUUID()}`;
     const template = await createJob(store.ctx, tenantId, testJobSpec(T0, { callback: { url }, schedule: { type: 'once', at: new Date(T0 + 86_400_000).toISOString() } }), T0);
     const db = store.database.db;
-    await db.execute(sql`insert into jobs (id, tenant_id, key, name, status, paused_reason, schedule, callback, auth_token_enc,
+    await db.execute(sql`insert into jobs (shard, id, tenant_id, key, name, status, paused_reason, schedule, callback, auth_token_enc,
         payload, retry, relevancy_window_ms, delivery_mode, overlap_policy, catch_up, jitter_ms, metadata, next_run_at,
         last_run_at, created_at, updated_at)
-      select md5(${prefix} || 'j' || g)::uuid, tenant_id, null, name, status, paused_reason, schedule, callback, auth_token_enc,
+      select shard, md5(${prefix} || 'j' || g)::uuid, tenant_id, null, name, status, paused_reason, schedule, callback, auth_token_enc,
         payload, retry, relevancy_window_ms, delivery_mode, overlap_policy, catch_up, jitter_ms, metadata, next_run_at,
         last_run_at, created_at, updated_at
       from jobs t, generate_series(1, ${n}::int) g where t.id = ${template.id}`);
-    await db.execute(sql`insert into runs (id, tenant_id, job_id, scheduled_for, trigger, status, attempts, next_attempt_at, created_at)
-      select md5(${prefix} || 'r' || g)::uuid, ${tenantId}, md5(${prefix} || 'j' || g)::uuid,
+    await db.execute(sql`insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, attempts, next_attempt_at, created_at)
+      select ${shardOf(tenantId)}::smallint, md5(${prefix} || 'r' || g)::uuid, ${tenantId}, md5(${prefix} || 'j' || g)::uuid,
              to_timestamp((${firstDueMs}::bigint + g) / 1000.0), 'schedule', 'scheduled', 0,
              to_timestamp((${firstDueMs}::bigint + g) / 1000.0), now()
       from generate_series(1, ${n}::int) g`);
@@ -99,7 +102,7 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
 
   it(`a claim of ${LIMIT} reads about ${LIMIT} due runs, not the backlog of ${BACKLOG}`, async () => {
     await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
-    const { work, rows } = await explain(claimStatement({ owner: 'D', limit: LIMIT, nowMs: T0, leaseMarginMs: 1 }), CLAIM_PLANNER_SETTING);
+    const { work, rows } = await explain(claimStatement({ shard: shardOf(tenantId), owner: 'D', limit: LIMIT, nowMs: T0, leaseMarginMs: 1 }), CLAIM_PLANNER_SETTING);
     expect(rows).toBe(LIMIT);
     // The due index's first LIMIT entries and the LIMIT runs updated through the primary key.
     expect(work).toBeLessThanOrEqual(4 * LIMIT);
@@ -109,6 +112,7 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
     await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
     await addDueRuns('b', 'http://b.example/hook', BACKLOG / 4, T0 - 2 * BACKLOG);
     const claim = claimStatement({
+      shard: shardOf(tenantId),
       owner: 'D',
       limit: LIMIT,
       nowMs: T0,
@@ -130,6 +134,7 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
       lease_expires_at = ${new Date(T0 + 60_000).toISOString()}::timestamptz where next_attempt_at <= ${new Date(T0).toISOString()}::timestamptz`);
     const ids = await query<{ id: string; job_id: string }>(store.database.db, sql`select id, job_id from runs where status = 'running' order by id limit ${BATCH}`);
     const outcomes: AttemptOutcome[] = ids.map((r) => ({
+      shard: shardOf(tenantId),
       runId: r.id,
       jobId: r.job_id,
       attempt: 1,

@@ -39,7 +39,7 @@ describe.each(DATABASE_TARGETS)('retention on $kind', (target) => {
     await store.database.db.execute(sql`update runs set status = ${status}, finished_at = ${fin}::timestamptz,
       next_attempt_at = case when ${status} in ('scheduled', 'retrying') then ${new Date(T0).toISOString()}::timestamptz end
       where id = ${run!.id}`);
-    await store.database.db.execute(sql`insert into attempts (run_id, attempt, started_at) values (${run!.id}, 1, ${new Date(T0).toISOString()}::timestamptz)`);
+    await store.database.db.execute(sql`insert into attempts (shard, run_id, attempt, started_at) values (chime_shard_of(${tenantId}::uuid), ${run!.id}, 1, ${new Date(T0).toISOString()}::timestamptz)`);
     return run!.id;
   }
   const runIds = async () => (await query<{ id: string }>(store.database.db, sql`select id from runs`)).map((r) => r.id).sort();
@@ -66,9 +66,9 @@ describe.each(DATABASE_TARGETS)('retention on $kind', (target) => {
     const old = [];
     for (let i = 0; i < 7; i++) old.push(await runIn('succeeded', T0));
     const recent = await runIn('succeeded', T0 + 40 * DAY);
-    await store.database.db.execute(sql`insert into idempotency_keys (tenant_id, key, request_hash, created_at) values
-      (${tenantId}, 'old', 'h', ${new Date(T0 + 40 * DAY - IDEMPOTENCY_TTL_MS - 1).toISOString()}::timestamptz),
-      (${tenantId}, 'new', 'h', ${new Date(T0 + 40 * DAY - IDEMPOTENCY_TTL_MS + 1000).toISOString()}::timestamptz)`);
+    await store.database.db.execute(sql`insert into idempotency_keys (shard, tenant_id, key, request_hash, created_at) values
+      (chime_shard_of(${tenantId}::uuid), ${tenantId}, 'old', 'h', ${new Date(T0 + 40 * DAY - IDEMPOTENCY_TTL_MS - 1).toISOString()}::timestamptz),
+      (chime_shard_of(${tenantId}::uuid), ${tenantId}, 'new', 'h', ${new Date(T0 + 40 * DAY - IDEMPOTENCY_TTL_MS + 1000).toISOString()}::timestamptz)`);
 
     const registry = new Registry();
     const metrics = createDispatchMetrics(registry);
@@ -89,8 +89,8 @@ describe.each(DATABASE_TARGETS)('retention on $kind', (target) => {
   });
 
   it('pruneIdempotencyKeys keeps keys younger than 24 h', async () => {
-    await store.database.db.execute(sql`insert into idempotency_keys (tenant_id, key, request_hash, created_at)
-      values (${tenantId}, 'k', 'h', ${new Date(T0).toISOString()}::timestamptz)`);
+    await store.database.db.execute(sql`insert into idempotency_keys (shard, tenant_id, key, request_hash, created_at)
+      values (chime_shard_of(${tenantId}::uuid), ${tenantId}, 'k', 'h', ${new Date(T0).toISOString()}::timestamptz)`);
     expect(await pruneIdempotencyKeys(store.database.db, T0 + IDEMPOTENCY_TTL_MS - 1)).toBe(0);
     expect(await pruneIdempotencyKeys(store.database.db, T0 + IDEMPOTENCY_TTL_MS + 1)).toBe(1);
   });

@@ -31,17 +31,17 @@ describe.each(DATABASE_TARGETS)('search and feed plans at 100,000 jobs ($kind)',
     store = await openTestStore(target);
     const db = store.database.db;
     // Half the jobs are TENANT's, the rest spread over 50 other tenants; every job has a run, every tenth a dead letter.
-    await db.execute(sql`insert into jobs (id, tenant_id, key, name, status, schedule, callback, retry, delivery_mode,
+    await db.execute(sql`insert into jobs (shard, id, tenant_id, key, name, status, schedule, callback, retry, delivery_mode,
         overlap_policy, catch_up, metadata, created_at, updated_at)
-      select gen_random_uuid(),
-             case when i % 2 = 0 then ${TENANT}::uuid else ('01900000-0000-7000-8000-' || lpad(to_hex(i % 50), 12, '0'))::uuid end,
+      select chime_shard_of(t.id), gen_random_uuid(), t.id,
              'key-' || i, 'Nightly report ' || i, 'active', '{"type":"cron","expression":"0 0 * * *"}', '{"url":"http://127.0.0.1:9/"}',
              '{"strategy":"none"}', 'at-least-once', 'allow', 'one',
              jsonb_build_object('team', 'team-' || (i % 200), 'env', case when i % 3 = 0 then 'prod' else 'dev' end, 'ref', 'r' || i),
              now(), now()
-      from generate_series(1, ${JOBS}) as i`);
-    await db.execute(sql`insert into runs (id, tenant_id, job_id, scheduled_for, trigger, status, created_at)
-      select gen_random_uuid(), tenant_id, id, now(), 'schedule', case when hashtext(id::text) % 10 = 0 then 'failed' else 'succeeded' end, now()
+      from generate_series(1, ${JOBS}) as i,
+        lateral (select case when i % 2 = 0 then ${TENANT}::uuid else ('01900000-0000-7000-8000-' || lpad(to_hex(i % 50), 12, '0'))::uuid end as id) t`);
+    await db.execute(sql`insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, created_at)
+      select shard, gen_random_uuid(), tenant_id, id, now(), 'schedule', case when hashtext(id::text) % 10 = 0 then 'failed' else 'succeeded' end, now()
       from jobs`);
     await db.execute(sql`analyze jobs`);
     await db.execute(sql`analyze runs`);

@@ -45,12 +45,19 @@ export function testCipher(): Promise<Cipher> {
   return createCipher(fromBase64Url(TEST_ENCRYPTION_KEY));
 }
 
-/** Opens a fresh migrated database for `target`; `clock` defaults to a ManualClock at T0. */
-export async function openTestStore(target: DatabaseTarget, clock: Clock = new ManualClock(T0)): Promise<TestStore> {
+/**
+ * Opens a fresh migrated database for `target`; `clock` defaults to a ManualClock at T0.
+ * @param opts.onStatement sees every statement the store's `db` runs, with its parameters
+ */
+export async function openTestStore(
+  target: DatabaseTarget,
+  clock: Clock = new ManualClock(T0),
+  opts: { onStatement?: (query: string, params: readonly unknown[]) => void } = {},
+): Promise<TestStore> {
   const cipher = await testCipher();
   if (target.kind === 'pglite') {
     const dataDir = await mkdtemp(join(tmpdir(), 'chime-store-test-'));
-    const database = await openEmbedded(dataDir);
+    const database = await openEmbedded(dataDir, opts);
     await migrateEmbedded(database.pg);
     return {
       target,
@@ -68,7 +75,7 @@ export async function openTestStore(target: DatabaseTarget, clock: Clock = new M
   const fresh = await freshDatabase(target);
   const url = fresh.url!;
   await migratePostgresUrl(url);
-  const database = openPostgres(url);
+  const database = openPostgres(url, opts);
   const others: Database[] = [];
   return {
     target,
@@ -201,7 +208,8 @@ export async function attemptsOf(
 
 /**
  * The hooks of a store test file's `describe` on `target`: before all tests a fresh store (clock: a ManualClock at T0
- * unless given) with one tenant, handed to `use`; before each test the jobs deleted (runs and attempts go with them);
+ * unless given) with one tenant, handed to `use`; before each test the attempts, runs and jobs deleted (nothing
+ * cascades: schema.ts);
  * after all the store closed.
  */
 export function useTestStore(target: DatabaseTarget, use: (store: TestStore, tenantId: string) => void, clock?: Clock): void {
@@ -214,6 +222,11 @@ export function useTestStore(target: DatabaseTarget, use: (store: TestStore, ten
     await store?.close();
   });
   beforeEach(async () => {
-    await store!.database.db.execute(sql`delete from jobs`);
+    await deleteAllJobs(store!.database);
   });
+}
+
+/** Deletes every job with its runs and their attempts (nothing cascades: schema.ts). */
+export async function deleteAllJobs(database: Database): Promise<void> {
+  for (const table of ['attempts', 'runs', 'jobs']) await database.db.execute(sql`delete from ${sql.identifier(table)}`);
 }

@@ -26,7 +26,7 @@ const FORBIDDEN_SOURCES = [
   'src/store/migrate.ts',
   'src/dispatch/deliver.ts',
   'src/dispatch/guard.ts',
-  'src/dispatch/dispatcher.ts',
+  'src/dispatch/drivers/node-dispatcher.ts',
   'src/dispatch/metrics.ts',
   'src/listen.ts',
 ];

@@ -15,7 +15,7 @@ import { openPostgres } from '../../src/store/postgres.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { openWorkerDatabase, type WorkerDatabase } from '../../src/worker/database.ts';
 import { createWorkerHandlers, type WorkerHandlers, type WorkerServices } from '../../src/worker/handlers.ts';
-import type { TickReport } from '../../src/worker/tick.ts';
+import type { TickReport } from '../../src/dispatch/drivers/workers-tick.ts';
 import type { ExecutionContext, WorkerEnv } from '../../src/worker/types.ts';
 import worker from '../../src/worker.ts';
 import { apiClient, createTestTenant, type TestTenant } from '../support/api.ts';

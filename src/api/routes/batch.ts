@@ -3,6 +3,7 @@
  * the valid ones are committed together in one transaction.
  */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { ofTenant } from '../../store/tenant-scope.ts';
 import type { JobSpec } from '../../domain/job.ts';
 import type { Db } from '../../store/db.ts';
 import { activeJobsRoom, insertJobs, QuotaExceededError } from '../../store/jobs.ts';
@@ -77,7 +78,7 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
         const taken = await deps.store.db
           .select({ key: jobs.key })
           .from(jobs)
-          .where(and(eq(jobs.tenantId, tenantId), inArray(jobs.key, [...keys])));
+          .where(and(ofTenant(jobs, tenantId), inArray(jobs.key, [...keys])));
         const takenKeys = new Set(taken.map((t) => t.key));
         for (let i = valid.length - 1; i >= 0; i--) {
           const key = valid[i]!.spec.key;

@@ -1,5 +1,6 @@
 /**
- * Claims due runs for one dispatcher: the hot path's first half. One transaction:
+ * Claims due runs of one bucket (`shard`) for one dispatcher: the hot path's first half. One transaction, every
+ * statement of it naming the bucket:
  * 1. `UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED)` takes up to `limit` waiting runs whose time has come (or comes
  *    within `horizonMs`), sets the lease (from the due time: callback timeout + margin) and counts the attempt,
  *    returning each run with its job;
@@ -21,9 +22,13 @@ import { newId } from '../../domain/ids.ts';
 import { runs } from '../schema.ts';
 import type { EventSeed } from '../../domain/events.ts';
 import { recordEvents } from '../notifications.ts';
+import { Rotation, shareClaim, shareLeftover, type BucketDue, type BucketShare } from '../../domain/fair-share.ts';
+import { dueBuckets } from './due-backlog.ts';
 
 /** A run this dispatcher now holds, with what it needs to deliver it. Times are epoch ms. */
 export type ClaimedRun = {
+  /** The run's bucket (src/domain/shard.ts): every later statement about the run names it. */
+  shard: number;
   runId: string;
   jobId: string;
   tenantId: string;
@@ -93,19 +98,21 @@ const SKIP_WINDOW = 5_000;
  * skipped backlog. Either way the query reads one table in index order, so no plan can turn it into a scan and sort
  * of the whole backlog, or a join of the backlog to itself.
  */
-function dueRuns(horizonIso: string, limit: number, skip: string[]) {
+function dueRuns(shard: number, horizonIso: string, limit: number, skip: string[]) {
   if (skip.length === 0) {
     return sql`select id, next_attempt_at from runs
-      where status in ('scheduled', 'retrying') and next_attempt_at <= ${horizonIso}::timestamptz
+      where shard = ${shard} and status in ('scheduled', 'retrying') and next_attempt_at <= ${horizonIso}::timestamptz
       order by next_attempt_at limit ${limit} for update skip locked`;
   }
   return sql`select id, next_attempt_at from runs w
-      where status in ('scheduled', 'retrying')
+      where shard = ${shard} and status in ('scheduled', 'retrying')
         and next_attempt_at <= coalesce(
-          (select next_attempt_at from runs where status in ('scheduled', 'retrying') and next_attempt_at <= ${horizonIso}::timestamptz
+          (select next_attempt_at from runs
+           where shard = ${shard} and status in ('scheduled', 'retrying') and next_attempt_at <= ${horizonIso}::timestamptz
            order by next_attempt_at offset ${SKIP_WINDOW - 1} limit 1),
           ${horizonIso}::timestamptz)
-        and (select coalesce(lower(substring(wj.callback->>'url' from ${DESTINATION_PATTERN}::text)), '') from jobs wj where wj.id = w.job_id)
+        and (select coalesce(lower(substring(wj.callback->>'url' from ${DESTINATION_PATTERN}::text)), '') from jobs wj
+             where wj.shard = ${shard} and wj.id = w.job_id)
             <> all(select value from jsonb_array_elements_text(${JSON.stringify(skip)}::jsonb))
       order by next_attempt_at limit ${limit} for update skip locked`;
 }
@@ -125,32 +132,72 @@ export const CLAIM_PLANNER_SETTING = sql`set local enable_sort = off`;
  * The claim statement (step 1 above) at `nowMs`: locks and leases up to `o.limit` due runs and returns them with their
  * jobs. Run it inside a transaction after CLAIM_PLANNER_SETTING; exported for the plan's test.
  */
-export function claimStatement(o: ClaimOptions) {
+export function claimStatement(o: ClaimOptions & { shard: number }) {
   const now = new Date(o.nowMs).toISOString();
   const horizon = new Date(o.nowMs + (o.horizonMs ?? 0)).toISOString();
-  return sql`update runs r
+  // The due runs are a materialized CTE: evaluated once. As a subquery in FROM, a plan that rescanned it (a nested
+  // loop over the bucket's runs, chosen on a small table) locked a new set of runs on every rescan, past the limit.
+  return sql`with due as materialized (${dueRuns(o.shard, horizon, o.limit, o.skipDestinations ?? [])})
+          update runs r
           set status = 'running', lease_owner = ${o.owner},
               -- A run claimed ahead of its time (horizon) is held from its due time on.
               lease_expires_at = greatest(${now}::timestamptz, due.next_attempt_at)
                 + (coalesce((j.callback->>'timeoutMs')::int, 10000) + ${o.leaseMarginMs}::int) * interval '1 millisecond',
               attempts = r.attempts + 1, next_attempt_at = null,
               started_at = coalesce(r.started_at, greatest(${now}::timestamptz, due.next_attempt_at))
-          from (${dueRuns(horizon, o.limit, o.skipDestinations ?? [])}) due, jobs j
-          where r.id = due.id and j.id = r.job_id
+          from due, jobs j
+          where r.shard = ${o.shard} and r.id = due.id and j.shard = ${o.shard} and j.id = r.job_id
           returning r.id, r.job_id, r.tenant_id, r.scheduled_for, r.trigger, r.attempts, r.lease_expires_at, due.next_attempt_at as due_at,
                     j.status as job_status, j.schedule, j.callback, j.auth_token_enc, coalesce(r.payload, j.payload) as payload, r.event_id, j.retry,
                     j.relevancy_window_ms, j.delivery_mode, j.overlap_policy, j.catch_up, j.jitter_ms`;
 }
 
-/** Claims up to `limit` due runs; returns those to deliver (the others were ended in the same transaction). */
-export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> {
+/** How a claim across buckets shares itself out (`claimRuns`). */
+export type FairClaim = {
+  /** Where the round starts; kept by the caller from claim to claim (default: a new one, starting at bucket 0). */
+  rotation?: Rotation;
+  /** The buckets with waiting runs, if just read (default: read now with `dueBuckets`). */
+  buckets?: readonly BucketDue[];
+};
+
+/**
+ * Claims up to `o.limit` runs due by now + horizon, shared out over the buckets that have some (`shareClaim`), then
+ * what is left over the buckets that filled their share (`shareLeftover`): one claim transaction per bucket, each
+ * naming its bucket only (`claimBucket`).
+ * @returns the runs to deliver, bucket after bucket, each bucket's in due order
+ */
+export async function claimRuns(db: Db, o: ClaimOptions & FairClaim): Promise<ClaimedRun[]> {
+  const rotation = o.rotation ?? new Rotation();
+  const buckets = o.buckets ?? (await dueBuckets(db));
+  const claimed: ClaimedRun[] = [];
+  let shares = shareClaim(buckets, o.limit, o.nowMs + (o.horizonMs ?? 0), rotation);
+  for (let pass = 0; pass < 2 && shares.length > 0; pass++) {
+    const served: (BucketShare & { claimed: number })[] = [];
+    for (const share of shares) {
+      const runs = await claimBucket(db, { ...o, shard: share.shard, limit: share.limit });
+      // A bucket whose runs all ended at the claim (expired, skipped) may still have more due: count what was taken.
+      served.push({ ...share, claimed: runs.taken });
+      claimed.push(...runs.deliver);
+    }
+    const left = o.limit - served.reduce((n, s) => n + s.claimed, 0);
+    shares = shareLeftover(served, left);
+  }
+  return claimed;
+}
+
+/**
+ * Claims up to `limit` due runs of bucket `o.shard`.
+ * @returns `deliver`, the runs to deliver (the others were ended in the same transaction), and `taken`, how many
+ *   runs the claim took in all
+ */
+export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): Promise<{ deliver: ClaimedRun[]; taken: number }> {
   return db.transaction(async (tx) => {
     const now = new Date(o.nowMs).toISOString();
     await tx.execute(CLAIM_PLANNER_SETTING);
     const rows = await query<Row>(tx, claimStatement(o));
-    if (rows.length === 0) return [];
+    if (rows.length === 0) return { deliver: [], taken: 0 };
 
-    const busy = await busyJobs(tx, rows);
+    const busy = await busyJobs(tx, o.shard, rows);
     const ended: { id: string; status: string; error: string | null }[] = [];
     const jobUpdates: { id: string; next_ms: number | null; last_ms: number; completed: boolean }[] = [];
     const nextRuns: (typeof runs.$inferInsert)[] = [];
@@ -176,6 +223,7 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
         jobUpdates.push({ id: r.job_id, next_ms: d.nextMs, last_ms: scheduledForMs, completed: d.nextMs === null });
         if (d.nextMs !== null) {
           nextRuns.push({
+            shard: o.shard,
             id: newId(),
             tenantId: r.tenant_id,
             jobId: r.job_id,
@@ -196,6 +244,7 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
         continue;
       }
       deliver.push({
+        shard: o.shard,
         runId: r.id,
         jobId: r.job_id,
         tenantId: r.tenant_id,
@@ -219,7 +268,7 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
         set status = v.status, error = v.error, finished_at = ${now}::timestamptz, lease_owner = null, lease_expires_at = null,
             attempts = r.attempts - 1
         from jsonb_to_recordset(${JSON.stringify(ended)}::jsonb) as v(id uuid, status text, error text)
-        where r.id = v.id`);
+        where r.shard = ${o.shard} and r.id = v.id`);
     }
     if (nextRuns.length > 0) {
       await tx.insert(runs).values(nextRuns).onConflictDoNothing();
@@ -232,11 +281,11 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
             status = case when v.completed and j.status = 'active' then 'completed' else j.status end
         from jsonb_to_recordset(${JSON.stringify(jobUpdates)}::jsonb)
              as v(id uuid, next_ms bigint, last_ms bigint, completed boolean)
-        where j.id = v.id`);
+        where j.shard = ${o.shard} and j.id = v.id`);
     }
     // After the updates above, so the events show the runs ended and the jobs completed.
     await recordEvents(tx, events, o.nowMs);
-    return deliver;
+    return { deliver, taken: rows.length };
   });
 }
 
@@ -244,7 +293,7 @@ export async function claimRuns(db: Db, o: ClaimOptions): Promise<ClaimedRun[]> 
  * Jobs with `overlapPolicy: skip` among `rows` that have another run running or retrying. A retry of the job claimed
  * in this same batch (already `running` in this transaction) counts: only the candidates themselves are left out.
  */
-async function busyJobs(tx: Parameters<Parameters<Db['transaction']>[0]>[0], rows: Row[]): Promise<Set<string>> {
+async function busyJobs(tx: Parameters<Parameters<Db['transaction']>[0]>[0], shard: number, rows: Row[]): Promise<Set<string>> {
   const candidates = rows.filter((r) => r.overlap_policy === 'skip' && r.trigger === 'schedule' && r.attempts === 1);
   if (candidates.length === 0) return new Set();
   const jobIds = JSON.stringify([...new Set(candidates.map((r) => r.job_id))]);
@@ -252,7 +301,7 @@ async function busyJobs(tx: Parameters<Parameters<Db['transaction']>[0]>[0], row
   const busy = await query<{ job_id: string }>(
     tx,
     sql`select distinct job_id from runs
-        where job_id in (select value::uuid from jsonb_array_elements_text(${jobIds}::jsonb))
+        where shard = ${shard} and job_id in (select value::uuid from jsonb_array_elements_text(${jobIds}::jsonb))
           and status in ('running', 'retrying')
           and id not in (select value::uuid from jsonb_array_elements_text(${claimed}::jsonb))`,
   );

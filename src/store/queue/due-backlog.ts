@@ -1,17 +1,50 @@
-/** The due backlog: how many waiting runs are already due, the first thing to alert on (README "Operating"). */
+/**
+ * Reads across every bucket (the only hot-path reads that may span shards): which buckets have waiting runs and when
+ * their earliest is due (the dispatcher's claim plan and sleep), and the due backlog (the first thing to alert on,
+ * README "Operating"). Each is one index probe per bucket on the shard-led `runs_due_idx`, so the cost is SHARD_COUNT
+ * probes whatever the backlog or the number of future runs.
+ */
 import { sql } from 'drizzle-orm';
+import { SHARD_COUNT } from '../../domain/shard.ts';
+import type { BucketDue } from '../../domain/fair-share.ts';
 import { query, type Db } from '../db.ts';
 
+
+const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
+
 /**
- * Runs waiting (`scheduled` or `retrying`) whose `next_attempt_at` ≤ `nowMs` (epoch ms), counted up to `cap` so the
- * count stays cheap on the partial due index whatever the backlog.
+ * Every bucket with a waiting run (`scheduled` or `retrying`), with its earliest due time, in bucket order.
+ * @returns an empty array when nothing waits
+ */
+export async function dueBuckets(db: Db): Promise<BucketDue[]> {
+  const rows = await query<{ shard: number; due: Date | string | null }>(
+    db,
+    sql`select b.shard, (select next_attempt_at from runs
+                         where shard = b.shard and status in ('scheduled', 'retrying')
+                         order by next_attempt_at limit 1) as due
+        from generate_series(0, ${SHARD_COUNT - 1}::int) as b(shard)`,
+  );
+  return rows.filter((r) => r.due !== null).map((r) => ({ shard: Number(r.shard), dueAtMs: ms(r.due!) }));
+}
+
+/** The earliest `next_attempt_at` of any waiting run (epoch ms), or null when nothing waits. */
+export async function nextDueAt(db: Db): Promise<number | null> {
+  const buckets = await dueBuckets(db);
+  return buckets.length === 0 ? null : Math.min(...buckets.map((b) => b.dueAtMs));
+}
+
+/**
+ * Runs waiting (`scheduled` or `retrying`) whose `next_attempt_at` ≤ `nowMs` (epoch ms), counted up to `cap` per
+ * bucket so the count stays cheap on the due index whatever the backlog.
  */
 export async function countDueRuns(db: Db, nowMs: number, cap = 1_000_000): Promise<number> {
-  const [row] = await query<{ n: number | string }>(
+  const [row] = await query<{ n: number | string | null }>(
     db,
-    sql`select count(*) as n from (select 1 from runs
-          where status in ('scheduled', 'retrying') and next_attempt_at <= ${new Date(nowMs).toISOString()}::timestamptz
-          limit ${cap}) due`,
+    sql`select sum(d.n) as n from generate_series(0, ${SHARD_COUNT - 1}::int) as b(shard),
+          lateral (select count(*) as n from (select 1 from runs
+            where shard = b.shard and status in ('scheduled', 'retrying')
+              and next_attempt_at <= ${new Date(nowMs).toISOString()}::timestamptz
+            limit ${cap}) x) d`,
   );
   return Number(row?.n ?? 0);
 }

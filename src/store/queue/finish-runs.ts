@@ -13,9 +13,12 @@ import { PAUSED_REASON, type EventSeed } from '../../domain/events.ts';
 import { recordEvents } from '../notifications.ts';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
 import { query, type Db, type Executor } from '../db.ts';
+import { eachBucket } from './by-bucket.ts';
 
 /** One finished attempt and what it means for its run. Times are epoch ms. */
 export type AttemptOutcome = {
+  /** The run's bucket: a finish statement names one. */
+  shard: number;
   runId: string;
   jobId: string;
   attempt: number;
@@ -37,19 +40,25 @@ export type AttemptOutcome = {
  * recordset, guessed at 100 rows) are joined to their runs (read by primary key, `id = any(ids)`); a planner short of
  * statistics on `runs` (a fresh table, a burst before autovacuum's ANALYZE) guessed one run held and looped over
  * every outcome for each run read: a batch of 500 compared 250,000 pairs, a third of the drain's database time.
+ * Bitmap scans are off as well: short of statistics, the planner took the bucket's condition for selective enough and
+ * left the ids out of a bitmap scan of the primary key, reading every run of the bucket; a plain index scan of the
+ * primary key seeks each id.
  */
-export const FINISH_PLANNER_SETTING = sql`set local enable_nestloop = off`;
-/** Back to the session's planner setting, for the statements of a finish that come after `finishStatement`. */
-const FINISH_PLANNER_RESET = sql`set local enable_nestloop to default`;
+export const FINISH_PLANNER_SETTING = sql`select set_config('enable_nestloop', 'off', true), set_config('enable_bitmapscan', 'off', true)`;
+/** Back to the session's planner settings, for the statements of a finish that come after `finishStatement`. */
+const FINISH_PLANNER_RESET = sql`select set_config(name, reset_val, true) from pg_settings where name in ('enable_nestloop', 'enable_bitmapscan')`;
 
 /**
- * Applies a batch of outcomes for lease owner `owner`, in one transaction: the runs and the attempt log in one
+ * Applies a batch of outcomes for lease owner `owner`, in one transaction per bucket: the runs and the attempt log in one
  * statement (`finishStatement`), then what the outcomes mean for their jobs (`afterFinish`: failures in a row, pauses
  * for a 410 Gone or `pauseAfterFailures`, and the notification events).
  * @returns the ids of the runs whose result was recorded (the others had lost their lease)
  */
-export async function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome[]): Promise<Set<string>> {
-  if (outcomes.length === 0) return new Set();
+export function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome[]): Promise<Set<string>> {
+  return eachBucket(outcomes, (shard, group) => finishBucket(db, owner, shard, group));
+}
+
+async function finishBucket(db: Db, owner: string, shard: number, outcomes: AttemptOutcome[]): Promise<Set<string>> {
   return db.transaction(async (tx) => {
     await tx.execute(FINISH_PLANNER_SETTING);
     const held = await query<HeldRun>(tx, finishStatement(owner, outcomes));
@@ -58,7 +67,7 @@ export async function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome
     if (own.length > 0) {
       // The setting is for finishStatement only: with it, the job updates below hash-join a scan of every job.
       await tx.execute(FINISH_PLANNER_RESET);
-      await afterFinish(tx, own, outcomes, Math.max(...outcomes.map((o) => o.finishedAtMs)));
+      await afterFinish(tx, shard, own, outcomes, Math.max(...outcomes.map((o) => o.finishedAtMs)));
     }
     return new Set(held.map((h) => h.id));
   });
@@ -73,7 +82,7 @@ type HeldRun = { id: string; job_id: string; tenant_id: string; trigger: string;
  * invariant 11: committed with the change). Runs only for jobs whose runs ended or failed; a batch of successes of
  * jobs without failures reads their rows and writes nothing.
  */
-async function afterFinish(tx: Executor, held: HeldRun[], outcomes: AttemptOutcome[], nowMs: number): Promise<void> {
+async function afterFinish(tx: Executor, shard: number, held: HeldRun[], outcomes: AttemptOutcome[], nowMs: number): Promise<void> {
   const byRun = new Map(outcomes.map((o) => [o.runId, o]));
   const tally = new Map<string, { failed: number; reset: boolean }>();
   for (const h of held) {
@@ -94,7 +103,7 @@ async function afterFinish(tx: Executor, held: HeldRun[], outcomes: AttemptOutco
       sql`update jobs j
         set consecutive_failures = case when v.reset and v.failed = 0 then 0 else j.consecutive_failures + v.failed end
         from jsonb_to_recordset(${JSON.stringify([...tally].map(([id, t]) => ({ id, ...t })))}::jsonb) as v(id uuid, failed int, reset boolean)
-        where j.id = v.id and (v.failed > 0 or j.consecutive_failures <> 0)
+        where j.shard = ${shard} and j.id = v.id and (v.failed > 0 or j.consecutive_failures <> 0)
         returning j.id, (j.status = 'active' and j.pause_after_failures > 0 and j.consecutive_failures >= j.pause_after_failures) as reached`,
     );
     for (const c of counted) if (c.reached && !pauses.has(c.id)) pauses.set(c.id, PAUSED_REASON.consecutiveFailures);
@@ -105,7 +114,7 @@ async function afterFinish(tx: Executor, held: HeldRun[], outcomes: AttemptOutco
     if (h.status === RUN_STATUS.expired) events.push({ type: 'run.expired', tenantId: h.tenant_id, jobId: h.job_id, runId: h.id });
   }
   if (pauses.size > 0) {
-    const paused = await pauseJobs(tx, JSON.stringify([...pauses].map(([id, reason]) => ({ id, reason }))), new Date(nowMs).toISOString());
+    const paused = await pauseJobs(tx, shard, JSON.stringify([...pauses].map(([id, reason]) => ({ id, reason }))), new Date(nowMs).toISOString());
     for (const p of paused) events.push({ type: 'job.paused', tenantId: p.tenant_id, jobId: p.id, reason: p.paused_reason ?? undefined });
   }
   await recordEvents(tx, events, nowMs);
@@ -116,6 +125,7 @@ async function afterFinish(tx: Executor, held: HeldRun[], outcomes: AttemptOutco
  * returning the runs updated (id, job_id, tenant_id, trigger, new status). Run it after FINISH_PLANNER_SETTING; exported for the plan's test.
  */
 export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
+  const shard = outcomes[0]!.shard;
   const ids = `{${outcomes.map((o) => o.runId).join(',')}}`;
   // One row per outcome serves both the run update and the attempt log; times travel as epoch ms (to_timestamp is
   // cheaper than parsing timestamp text, and so is writing a number than toISOString).
@@ -143,7 +153,7 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
             finished_at = case when v.status = 'retrying' then null else to_timestamp(v.finished_ms / 1000.0) end,
             response_status = v.response_status, error = v.error, lease_owner = null, lease_expires_at = null
         from v
-        where r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
+        where r.shard = ${shard} and r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
           -- The ids again as an array the planner can count: the runs are read by primary key. No other index serves
           -- these conditions (runs_lease_idx names the lease, not the status, so no scan of every running run).
           and r.id = any(${ids}::uuid[])
@@ -151,12 +161,12 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
       -- Every attempt happened, whether or not its lease still held: the log keeps them all. A result that comes
       -- after the reaper logged its attempt as lease_lost fills that entry in and keeps the class.
       logged as (
-        insert into attempts (run_id, attempt, started_at, finished_at, duration_ms, response_status,
+        insert into attempts (shard, run_id, attempt, started_at, finished_at, duration_ms, response_status,
                               response_body_excerpt, error_class, error)
-        select v.id, v.attempt, to_timestamp(v.started_ms / 1000.0), to_timestamp(v.finished_ms / 1000.0),
+        select ${shard}::smallint, v.id, v.attempt, to_timestamp(v.started_ms / 1000.0), to_timestamp(v.finished_ms / 1000.0),
                v.finished_ms - v.started_ms, v.response_status, v.excerpt, v.error_class, v.error
         from v
-        on conflict (run_id, attempt) do update
+        on conflict (shard, run_id, attempt) do update
           set started_at = excluded.started_at, finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
               response_status = excluded.response_status, response_body_excerpt = excluded.response_body_excerpt,
               error = attempts.error || '; then: ' || coalesce(excluded.error, 'status ' || excluded.response_status)
@@ -165,7 +175,7 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
 }
 
 /**
- * Pauses active jobs (`[{ id, reason }]` as JSON, reason a PausedReason) and cancels their runs that have not started.
+ * Pauses active jobs of bucket `shard` (`[{ id, reason }]` as JSON, reason a PausedReason) and cancels their runs that have not started.
  * Shared by the finish (410 Gone, `pauseAfterFailures`) and `PATCH { paused: true }`. Run it in the caller's
  * transaction (`db` may be one).
  * @param nowIso the pause's time, ISO 8601 UTC: the jobs' `updated_at` and the canceled runs' `finished_at`
@@ -173,6 +183,7 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
  */
 export async function pauseJobs(
   db: Executor,
+  shard: number,
   jobsJson: string,
   nowIso: string,
 ): Promise<{ id: string; tenant_id: string; paused_reason: string | null }[]> {
@@ -180,12 +191,12 @@ export async function pauseJobs(
     db,
     sql`update jobs j set status = 'paused', paused_reason = v.reason, next_run_at = null, updated_at = ${nowIso}::timestamptz
       from jsonb_to_recordset(${jobsJson}::jsonb) as v(id uuid, reason text)
-      where j.id = v.id and j.status = 'active'
+      where j.shard = ${shard} and j.id = v.id and j.status = 'active'
       returning j.id, j.tenant_id, j.paused_reason`,
   );
   await db.execute(sql`update runs r set status = 'canceled', finished_at = ${nowIso}::timestamptz, next_attempt_at = null,
       error = 'job paused'
     from jsonb_to_recordset(${jobsJson}::jsonb) as v(id uuid, reason text)
-    where r.job_id = v.id and r.status = 'scheduled' and r.trigger = 'schedule'`);
+    where r.shard = ${shard} and r.job_id = v.id and r.status = 'scheduled' and r.trigger = 'schedule'`);
   return paused;
 }

@@ -6,6 +6,8 @@
 import { sql } from 'drizzle-orm';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
 import { query, type Db } from '../db.ts';
+import { SHARD_COUNT } from '../../domain/shard.ts';
+import { eachBucket } from './by-bucket.ts';
 import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
 import { recordEvents } from '../notifications.ts';
 
@@ -32,17 +34,38 @@ function giveBack(nowIso: string, atMostOnceError: string, otherError: string) {
  * lost, with error class `lease_lost`, so the history shows why the run was re-sent (or, at-most-once, failed).
  * A result that arrives later for that attempt fills the entry in (finish-runs.ts) instead of being lost.
  */
-function logLeaseLost(nowIso: string, error: string) {
-  return sql`insert into attempts (run_id, attempt, started_at, finished_at, error_class, error)
-    select id, attempts, ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${ERROR_CLASS.leaseLost}, ${error}::text from taken
-    on conflict (run_id, attempt) do nothing`;
+function logLeaseLost(shard: number, nowIso: string, error: string) {
+  return sql`insert into attempts (shard, run_id, attempt, started_at, finished_at, error_class, error)
+    select ${shard}::smallint, id, attempts, ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${ERROR_CLASS.leaseLost}, ${error}::text from taken
+    on conflict (shard, run_id, attempt) do nothing`;
 }
 
 /**
- * Reaps up to `limit` expired leases at `nowMs`, in one transaction with the `run.failed` events of the runs it ends.
+ * Reaps up to `limit` expired leases at `nowMs`: finds the buckets holding one (a read across buckets, one probe of
+ * `runs_lease_idx` each), then reaps each bucket in its own transaction (`reapBucket`).
  * @returns how many runs were returned or failed
  */
 export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATCH_DEFAULT): Promise<number> {
+  const now = new Date(nowMs).toISOString();
+  const buckets = await query<{ shard: number }>(
+    db,
+    sql`select b.shard from generate_series(0, ${SHARD_COUNT - 1}::int) as b(shard)
+        where exists (select 1 from runs where shard = b.shard and lease_expires_at < ${now}::timestamptz)`,
+  );
+  let reaped = 0;
+  for (const b of buckets) {
+    if (reaped >= limit) break;
+    reaped += await reapBucket(db, Number(b.shard), nowMs, limit - reaped);
+  }
+  return reaped;
+}
+
+/**
+ * Reaps up to `limit` expired leases of one bucket at `nowMs`, in one transaction with the `run.failed` events of the
+ * runs it ends; every statement names the bucket.
+ * @returns how many runs were returned or failed
+ */
+export async function reapBucket(db: Db, shard: number, nowMs: number, limit: number): Promise<number> {
   const now = new Date(nowMs).toISOString();
   return db.transaction(async (tx) => {
     const rows = await query<{ id: string; job_id: string; tenant_id: string; trigger: string; status: string }>(
@@ -50,11 +73,11 @@ export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATC
       sql`with taken as (
             update runs r
             set ${giveBack(now, 'ambiguous outcome: the dispatcher lost its lease mid-delivery; not re-sent (at-most-once)', 'the dispatcher lost its lease mid-delivery')}
-            from (select id from runs where status = 'running' and lease_expires_at < ${now}::timestamptz
+            from (select id from runs where shard = ${shard} and lease_expires_at < ${now}::timestamptz and status = 'running'
                   limit ${limit} for update skip locked) expired, jobs j
-            where r.id = expired.id and j.id = r.job_id
+            where r.shard = ${shard} and r.id = expired.id and j.shard = ${shard} and j.id = r.job_id
             returning r.id, r.attempts, r.job_id, r.tenant_id, r.trigger, r.status),
-          logged as (${logLeaseLost(now, 'the lease expired before a result was recorded (dispatcher died or stalled)')})
+          logged as (${logLeaseLost(shard, now, 'the lease expired before a result was recorded (dispatcher died or stalled)')})
           select id, job_id, tenant_id, trigger, status from taken`,
     );
     const failed = rows.filter((r) => r.status === RUN_STATUS.failed && r.trigger !== RUN_TRIGGER.notification);
@@ -68,28 +91,21 @@ export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATC
 }
 
 /**
- * Gives back runs this dispatcher still holds (graceful shutdown past its bound), as the reaper would once their
- * leases expired, but at once.
+ * Gives back runs this dispatcher still holds (graceful shutdown past its bound), as the reaper
+ * would once their leases expired, but at once.
  */
-export async function releaseLeases(db: Db, owner: string, runIds: string[], nowMs: number): Promise<void> {
-  if (runIds.length === 0) return;
+export async function releaseLeases(db: Db, owner: string, held: { shard: number; runId: string }[], nowMs: number): Promise<void> {
+  await eachBucket(held, (shard, group) => releaseBucket(db, owner, shard, group.map((h) => h.runId), nowMs));
+}
+
+async function releaseBucket(db: Db, owner: string, shard: number, runIds: string[], nowMs: number): Promise<void> {
   const now = new Date(nowMs).toISOString();
   await db.execute(sql`with taken as (
       update runs r
       set ${giveBack(now, 'ambiguous outcome: shutdown interrupted the request; not re-sent (at-most-once)', 'released at shutdown')}
       from jobs j
-      where r.id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(runIds)}::jsonb))
-        and r.lease_owner = ${owner} and r.status = 'running' and j.id = r.job_id
+      where r.shard = ${shard} and r.id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(runIds)}::jsonb))
+        and r.lease_owner = ${owner} and r.status = 'running' and j.shard = ${shard} and j.id = r.job_id
       returning r.id, r.attempts)
-    ${logLeaseLost(now, 'released at shutdown before a result was recorded')}`);
-}
-
-/** The earliest `next_attempt_at` of any waiting run (epoch ms), or null when nothing waits. */
-export async function nextDueAt(db: Db): Promise<number | null> {
-  const [row] = await query<{ due: Date | string | null }>(
-    db,
-    sql`select min(next_attempt_at) as due from runs where status in ('scheduled', 'retrying')`,
-  );
-  const due = row?.due ?? null;
-  return due === null ? null : due instanceof Date ? due.getTime() : Date.parse(due);
+    ${logLeaseLost(shard, now, 'released at shutdown before a result was recorded')}`);
 }

@@ -6,17 +6,21 @@
  */
 import { sql } from 'drizzle-orm';
 import { query, type Db } from '../db.ts';
+import { eachBucket } from './by-bucket.ts';
 
 /** One lease to extend: the run, the attempt that claimed it, and the new expiry (epoch ms). */
-export type LeaseRenewal = { runId: string; attempt: number; leaseExpiresAtMs: number };
+export type LeaseRenewal = { shard: number; runId: string; attempt: number; leaseExpiresAtMs: number };
 
 /**
  * Extends the leases `owner` still holds (same owner, same attempt, still `running`) to the given expiries; a lease
- * is never shortened. One statement whatever the number of runs.
+ * is never shortened. One statement per bucket whatever the number of runs.
  * @returns the ids of the runs whose lease is still held (the others were reaped or released: do not send them)
  */
-export async function renewLeases(db: Db, owner: string, renewals: LeaseRenewal[]): Promise<Set<string>> {
-  if (renewals.length === 0) return new Set();
+export function renewLeases(db: Db, owner: string, renewals: LeaseRenewal[]): Promise<Set<string>> {
+  return eachBucket(renewals, (shard, group) => renewBucket(db, owner, shard, group));
+}
+
+async function renewBucket(db: Db, owner: string, shard: number, renewals: LeaseRenewal[]): Promise<Set<string>> {
   const rows = JSON.stringify(
     renewals.map((r) => ({ id: r.runId, attempt: r.attempt, lease_expires_at: new Date(r.leaseExpiresAtMs).toISOString() })),
   );
@@ -24,7 +28,7 @@ export async function renewLeases(db: Db, owner: string, renewals: LeaseRenewal[
     db,
     sql`update runs r set lease_expires_at = greatest(r.lease_expires_at, v.lease_expires_at)
         from jsonb_to_recordset(${rows}::jsonb) as v(id uuid, attempt smallint, lease_expires_at timestamptz)
-        where r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
+        where r.shard = ${shard} and r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
         returning r.id`,
   );
   return new Set(held.map((h) => h.id));
@@ -36,8 +40,11 @@ export async function renewLeases(db: Db, owner: string, renewals: LeaseRenewal[
  * dispatcher sends it as if this one had never claimed it (at-most-once runs included: nothing left).
  * @returns the ids of the runs given back (the others' leases were no longer held)
  */
-export async function unclaimRuns(db: Db, owner: string, claims: { runId: string; attempt: number }[], nowMs: number): Promise<Set<string>> {
-  if (claims.length === 0) return new Set();
+export function unclaimRuns(db: Db, owner: string, claims: { shard: number; runId: string; attempt: number }[], nowMs: number): Promise<Set<string>> {
+  return eachBucket(claims, (shard, group) => unclaimBucket(db, owner, shard, group, nowMs));
+}
+
+async function unclaimBucket(db: Db, owner: string, shard: number, claims: { runId: string; attempt: number }[], nowMs: number): Promise<Set<string>> {
   const rows = JSON.stringify(claims.map((c) => ({ id: c.runId, attempt: c.attempt })));
   const back = await query<{ id: string }>(
     db,
@@ -46,7 +53,7 @@ export async function unclaimRuns(db: Db, owner: string, claims: { runId: string
             next_attempt_at = ${new Date(nowMs).toISOString()}::timestamptz,
             started_at = case when r.attempts > 1 then r.started_at end, lease_owner = null, lease_expires_at = null
         from jsonb_to_recordset(${rows}::jsonb) as v(id uuid, attempt smallint)
-        where r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
+        where r.shard = ${shard} and r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
         returning r.id`,
   );
   return new Set(back.map((b) => b.id));

@@ -211,6 +211,7 @@ export class ChimeSystem implements BenchSystem {
     // Tenants 1..N, copies of the bench tenant; future job g belongs to tenant 1 + (g - 1) / FUTURE_JOBS_PER_TENANT.
     const tenants = Math.ceil(count / FUTURE_JOBS_PER_TENANT);
     const cloned = await cloneRows(this.sql, { schema: 'public', name: 'tenants' }, `t.id = '${this.tenantId}'`, {
+      shard: `chime_shard_of(md5('t' || g)::uuid)`,
       id: `md5('t' || g)::uuid`,
       name: `'future-' || g`,
     }, 1, tenants);
@@ -219,6 +220,7 @@ export class ChimeSystem implements BenchSystem {
     for (let from = 1; from <= count; from += FUTURE_CHUNK) {
       const to = Math.min(count, from + FUTURE_CHUNK - 1);
       await cloneRows(this.sql, { schema: 'public', name: 'jobs' }, `t.id = '${jobId}'`, {
+        shard: `chime_shard_of(${tenantOf})`,
         id: `md5('j' || g)::uuid`,
         tenant_id: tenantOf,
         next_run_at: at,
@@ -226,6 +228,7 @@ export class ChimeSystem implements BenchSystem {
         updated_at: 'now()',
       }, from, to);
       await cloneRows(this.sql, { schema: 'public', name: 'runs' }, `t.job_id = '${jobId}'`, {
+        shard: `chime_shard_of(${tenantOf})`,
         id: `md5('r' || g)::uuid`,
         tenant_id: tenantOf,
         job_id: `md5('j' || g)::uuid`,

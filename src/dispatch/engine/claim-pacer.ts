@@ -1,0 +1,189 @@
+/**
+ * Claim pacing: when to claim, and how much. The loop claims up to min(batchSize, free slots) runs due within the
+ * lookahead, shared out over the buckets that have some (`claimRuns`, docs/design.md "Partitioning and fairness"),
+ * hands them to the run queue, and claims again at once after a full claim; otherwise it reads when the earliest run
+ * is due and sleeps until it enters the lookahead (`claimWaitMs`), a wake-up (a NOTIFY of an earlier run, a retry
+ * written, a reap), or `pollMs`. With a destination saturated it looks past its runs, at most every
+ * SKIP_CLAIM_INTERVAL_MS. A failing claim (database down) is retried with backoff.
+ */
+import type { Clock } from '../../domain/clock.ts';
+import { Rotation, type BucketDue } from '../../domain/fair-share.ts';
+import type { Db } from '../../store/db.ts';
+import { claimRuns, type ClaimedRun } from '../../store/queue/claim-runs.ts';
+import { dueBuckets } from '../../store/queue/due-backlog.ts';
+import type { Wakeup } from '../wakeup.ts';
+import type { EngineLogger } from './logger.ts';
+import type { RunQueue } from './run-queue.ts';
+import { backoffDelays } from './sleep.ts';
+
+export type ClaimPacerOptions = {
+  owner: string;
+  /** Most runs per claim. */
+  batchSize: number;
+  /** Lease = callback timeout + this, in ms. */
+  leaseMarginMs: number;
+  /** Runs due within this many ms are claimed ahead and fired on a timer at their due time. */
+  lookaheadMs: number;
+  /** Longest sleep without looking for due runs, in ms. */
+  pollMs: number;
+};
+
+/** Sleep when due runs exist but none could be claimed (other dispatchers hold them), in ms. */
+export const CONTENDED_SLEEP_MS = 10;
+/** Least time between claims that look past saturated destinations (each walks their backlog), in ms; doubled after
+ * each that finds nothing, up to the max. */
+const SKIP_CLAIM_INTERVAL_MS = 100;
+const SKIP_CLAIM_INTERVAL_MAX_MS = 2_000;
+const ERROR_BACKOFF_MIN_MS = 100;
+const ERROR_BACKOFF_MAX_MS = 5_000;
+
+export type ClaimPacerDeps = {
+  db: Db;
+  clock: Clock;
+  logger: EngineLogger;
+  wakeup: Wakeup;
+  queue: Pick<RunQueue, 'free' | 'add' | 'slotFreed' | 'wake' | 'saturatedDestinations'>;
+  options: ClaimPacerOptions;
+  /** Seconds each claim took, for the metrics. */
+  observeClaim?: (seconds: number) => void;
+  /** The store's reads and claim (default: `dueBuckets`, `claimRuns`); injected in unit tests. */
+  store?: { dueBuckets: typeof dueBuckets; claimRuns: typeof claimRuns };
+};
+
+export interface ClaimPacer {
+  /** Starts the loop. */
+  start(): void;
+  /** Ends the loop; resolves when its iteration in progress is over. */
+  stop(): Promise<void>;
+  /**
+   * One claim of up to `limit` runs due by now + `horizonMs`, handed to the queue (the Workers tick's step).
+   * @returns the runs claimed @throws the driver's error
+   */
+  claimOnce(limit: number, horizonMs: number): Promise<ClaimedRun[]>;
+}
+
+/** Creates a pacer; nothing is claimed before `start()` or `claimOnce`. */
+export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
+  const { db, clock, logger, wakeup, queue, options: o } = deps;
+  const store = deps.store ?? { dueBuckets, claimRuns };
+  const rotation = new Rotation();
+  let running = false;
+  let done: Promise<void> = Promise.resolve();
+  /** The buckets with waiting runs as last read, for the claim that follows the read; null: read them then. */
+  let known: BucketDue[] | null = null;
+  /** The last sleep was the poll with nothing due before its end: read the earliest due time before a claim. */
+  let lookFirst = false;
+  let skipInterval = SKIP_CLAIM_INTERVAL_MS;
+  let lastSkipClaimAt = -Infinity;
+
+  const slotOrSleep = async (ms: number) => {
+    await Promise.race([queue.slotFreed(), wakeup.sleep(ms, clock.now())]);
+    wakeup.wake();
+  };
+
+  async function claim(limit: number, horizonMs: number, skipDestinations: string[] = []): Promise<ClaimedRun[]> {
+    const started = clock.now();
+    const buckets = known ?? undefined;
+    known = null;
+    const claimed = await store.claimRuns(db, { owner: o.owner, limit, nowMs: started, leaseMarginMs: o.leaseMarginMs, horizonMs, skipDestinations, rotation, buckets });
+    deps.observeClaim?.((clock.now() - started) / 1000);
+    for (const run of claimed) queue.add(run);
+    return claimed;
+  }
+
+  /**
+   * Reads the earliest due time and sleeps until it enters the lookahead (at most `pollMs`, or until woken).
+   * @param claimIfDue claim at once a run already in the lookahead (else, other dispatchers hold the due runs: wait a little)
+   * @param skipping the last claim looked past saturated destinations
+   * @returns false when a claim should be made now, true after a sleep
+   */
+  async function sleepUntilDue(claimIfDue: boolean, skipping: boolean): Promise<boolean> {
+    known = await store.dueBuckets(db);
+    const due = known.length === 0 ? null : Math.min(...known.map((b) => b.dueAtMs));
+    const now = clock.now();
+    const wait = claimWaitMs(due, now, o, claimIfDue);
+    if (wait === 0) return false;
+    known = null;
+    if (skipping && !claimIfDue && due !== null && due <= now) {
+      // Only the saturated destinations have due runs: wait for one of their slots.
+      await slotOrSleep(SKIP_CLAIM_INTERVAL_MS);
+      return true;
+    }
+    // stop() may have come while this iteration awaited the database: its wake() found no sleep to end.
+    if (!running) return true;
+    const how = await wakeup.sleep(wait, now);
+    lookFirst = how === 'timeout' && (due === null || due - o.lookaheadMs > now + wait);
+    return true;
+  }
+
+  async function loop(): Promise<void> {
+    let delays = backoffDelays(ERROR_BACKOFF_MIN_MS, ERROR_BACKOFF_MAX_MS);
+    while (running) {
+      try {
+        if (queue.free <= 0) {
+          await queue.slotFreed();
+          continue;
+        }
+        const limit = Math.min(o.batchSize, queue.free);
+        if (lookFirst) {
+          lookFirst = false;
+          if (await sleepUntilDue(true, false)) continue;
+        }
+        // With a destination saturated, claiming in due order would only add to its backlog: look past it at most every
+        // skipInterval (a scan), else wait for a slot, which is when it may fall below saturation and be claimed again.
+        const skip = queue.saturatedDestinations();
+        if (skip.length > 0) {
+          if (clock.now() - lastSkipClaimAt < skipInterval) {
+            await slotOrSleep(SKIP_CLAIM_INTERVAL_MS);
+            continue;
+          }
+          lastSkipClaimAt = clock.now();
+        }
+        const claimed = await claim(limit, o.lookaheadMs, skip);
+        delays = backoffDelays(ERROR_BACKOFF_MIN_MS, ERROR_BACKOFF_MAX_MS);
+        if (skip.length > 0) skipInterval = claimed.length > 0 ? SKIP_CLAIM_INTERVAL_MS : Math.min(skipInterval * 2, SKIP_CLAIM_INTERVAL_MAX_MS);
+        if (claimed.length === limit || !running) continue;
+        await sleepUntilDue(claimed.length > 0, skip.length > 0);
+      } catch (err) {
+        known = null;
+        const backoffMs = delays.next().value;
+        logger.error({ err, backoffMs }, 'claim failed; retrying');
+        if (!running) break;
+        await wakeup.sleep(backoffMs, clock.now());
+      }
+    }
+  }
+
+  return {
+    start() {
+      if (running) return;
+      running = true;
+      done = loop();
+    },
+    async stop() {
+      running = false;
+      wakeup.wake();
+      queue.wake();
+      await done;
+    },
+    claimOnce: (limit, horizonMs) => claim(limit, horizonMs),
+  };
+}
+
+/**
+ * How long the loop waits before its next claim, in ms (0: claim now), given the earliest due time `dueMs` of a
+ * waiting run (epoch ms, null: none) at `nowMs`. A run is claimed once it enters the lookahead, and claims ahead are
+ * gathered: a run entering the lookahead waits up to a fifth of it for the ones behind it, and one already inside it
+ * is claimed within a fifth of it or half its remaining time, whichever is sooner, so steady traffic makes a claim per
+ * fifth of the lookahead rather than one per run. A run already due is claimed at once, unless `claimIfDue` is false
+ * (the last claim found nothing: other dispatchers hold the due runs), then after CONTENDED_SLEEP_MS. Never longer
+ * than `pollMs`.
+ */
+export function claimWaitMs(dueMs: number | null, nowMs: number, o: Pick<ClaimPacerOptions, 'lookaheadMs' | 'pollMs'>, claimIfDue: boolean): number {
+  if (dueMs === null) return o.pollMs;
+  const gather = Math.floor(o.lookaheadMs / 5);
+  const claimAt = dueMs - o.lookaheadMs;
+  if (claimAt > nowMs) return Math.min(Math.max(claimAt - nowMs, gather), o.pollMs);
+  if (dueMs > nowMs) return Math.floor(Math.min(gather, (dueMs - nowMs) / 2));
+  return claimIfDue ? 0 : CONTENDED_SLEEP_MS;
+}

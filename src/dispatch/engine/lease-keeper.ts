@@ -1,0 +1,99 @@
+/**
+ * Lease upkeep, every `intervalMs`: first the leases of the runs this dispatcher holds but has not sent (waiting for
+ * their due time or a destination slot) are extended to now + their callback timeout + the margin, so the reaper
+ * cannot hand them out again before they were ever sent (claims are sized by free slots overall, not per
+ * destination, so a slow destination's queue can outlast a lease); a run whose lease is no longer held is released,
+ * not sent. Then expired leases of any dispatcher (one that died or stalled) are reaped: their runs go back to the
+ * queue, or fail when at most once (docs/design.md, invariant 4).
+ */
+import type { Clock } from '../../domain/clock.ts';
+import type { Db } from '../../store/db.ts';
+import type { ClaimedRun } from '../../store/queue/claim-runs.ts';
+import { reapExpiredLeases } from '../../store/queue/reap-leases.ts';
+import { renewLeases } from '../../store/queue/renew-leases.ts';
+import type { EngineLogger } from './logger.ts';
+
+export type LeaseKeeperOptions = {
+  owner: string;
+  /** Lease = callback timeout + this, in ms. */
+  leaseMarginMs: number;
+  /** Time between two rounds of renewal and reaping, in ms. */
+  intervalMs: number;
+};
+
+export type LeaseKeeperDeps = {
+  db: Db;
+  clock: Clock;
+  logger: EngineLogger;
+  options: LeaseKeeperOptions;
+  /** The runs held and not yet sent, to renew. */
+  unsent: () => ClaimedRun[];
+  /** Runs whose lease was lost before they were sent: they must not be sent. */
+  release: (runIds: string[]) => void;
+  /** After a reap that gave runs back (they may be due now). */
+  onReaped?: (runs: number) => void;
+};
+
+export interface LeaseKeeper {
+  /** Starts the rounds (timer unref'd: it does not keep a process alive). */
+  start(): void;
+  /** Stops the rounds; resolves after a round in progress. */
+  stop(): Promise<void>;
+  /** One round now. Never throws: failures are logged (the next round tries again). */
+  round(): Promise<void>;
+  /** Reaps expired leases now. @returns how many runs it gave back or failed @throws the driver's error */
+  reap(): Promise<number>;
+}
+
+/** Creates a keeper; nothing runs before `start()` or `round()`. */
+export function createLeaseKeeper(deps: LeaseKeeperDeps): LeaseKeeper {
+  const { db, clock, logger, options: o } = deps;
+  let timer: ReturnType<typeof setInterval> | null = null;
+  let current: Promise<void> = Promise.resolve();
+
+  async function renew(): Promise<void> {
+    const runs = deps.unsent();
+    if (runs.length === 0) return;
+    const now = clock.now();
+    const renewals = runs.map((r) => ({ shard: r.shard, runId: r.runId, attempt: r.attempt, leaseExpiresAtMs: now + r.callback.timeoutMs + o.leaseMarginMs }));
+    try {
+      const held = await renewLeases(db, o.owner, renewals);
+      // The run queue sends a run only within its lease as last extended.
+      for (const [i, r] of runs.entries()) if (held.has(r.runId)) r.leaseExpiresAtMs = Math.max(r.leaseExpiresAtMs, renewals[i]!.leaseExpiresAtMs);
+      const lost = runs.filter((r) => !held.has(r.runId)).map((r) => r.runId);
+      if (lost.length > 0) deps.release(lost);
+    } catch (err) {
+      logger.error({ err }, 'renewing the leases of queued runs failed');
+    }
+  }
+
+  async function reap(): Promise<number> {
+    const n = await reapExpiredLeases(db, clock.now());
+    if (n > 0) {
+      logger.warn({ runs: n }, 'reclaimed runs whose lease expired');
+      deps.onReaped?.(n);
+    }
+    return n;
+  }
+
+  async function round(): Promise<void> {
+    await renew();
+    await reap().catch((err) => logger.error({ err }, 'reaper failed'));
+  }
+
+  return {
+    start() {
+      timer ??= setInterval(() => {
+        current = current.then(round);
+      }, o.intervalMs);
+      (timer as { unref?: () => void }).unref?.();
+    },
+    async stop() {
+      if (timer) clearInterval(timer);
+      timer = null;
+      await current;
+    },
+    round,
+    reap,
+  };
+}

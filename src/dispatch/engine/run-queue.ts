@@ -1,0 +1,156 @@
+/**
+ * The runs a dispatcher holds, from claim to outcome (docs/design.md, invariants of the dispatcher): each is, in turn,
+ * waiting for its due time (claimed ahead within the lookahead), queued for a slot of its destination, in flight, and
+ * then done; or released (its lease given back at shutdown, or found lost at a renewal), after which it is never
+ * sent and its outcome never written. A run whose lease, as last extended, has run out by the time it gets its slot is
+ * not sent either. Every held run counts against the concurrency from its claim on, so claims never outrun what the queue
+ * can send.
+ */
+import type { Clock } from '../../domain/clock.ts';
+import { destinationOf } from '../../domain/destination.ts';
+import type { ClaimedRun } from '../../store/queue/claim-runs.ts';
+import type { AttemptOutcome } from '../../store/queue/finish-runs.ts';
+import { Limiter } from '../limiter.ts';
+
+export type RunQueueOptions = {
+  /** Most runs held at once (waiting, queued and in flight). */
+  concurrency: number;
+  /** Most callbacks in flight to one destination. */
+  perDestination: number;
+  /**
+   * Runs queued for a destination, besides its full set in flight, from which on the destination counts as saturated:
+   * claims leave its runs alone until it catches up (`saturatedDestinations`).
+   */
+  saturation: number;
+};
+
+export type RunQueueDeps = {
+  clock: Clock;
+  options: RunQueueOptions;
+  /** Sends one attempt; null when the run was abandoned before sending (see `released`). Never throws. */
+  attempt: (run: ClaimedRun) => Promise<AttemptOutcome | null>;
+  /** Each outcome of a run still held (not released). */
+  onOutcome: (outcome: AttemptOutcome, run: ClaimedRun) => void;
+  /** An outcome that came back after its run was released: not recorded. */
+  onLateOutcome?: (outcome: AttemptOutcome, run: ClaimedRun) => void;
+  /** Resolves at `dueAtMs` by the clock (default: timers re-armed until the clock says so). */
+  untilDue?: (dueAtMs: number) => Promise<void>;
+};
+
+export interface RunQueue {
+  /** Runs held now: waiting, queued and in flight. */
+  readonly held: number;
+  /** Slots left before `concurrency`. */
+  readonly free: number;
+  /** Callbacks in flight per destination. */
+  readonly inFlightByDestination: ReadonlyMap<string, number>;
+  /** Takes a claimed run: waits for its due time and a destination slot, sends it, hands over its outcome. */
+  add(run: ClaimedRun): void;
+  /** Resolves when a held run is done (a slot frees), or when `wake()` is called. */
+  slotFreed(): Promise<void>;
+  /** Ends a pending `slotFreed()` now. */
+  wake(): void;
+  /** Runs waiting for their due time or a destination slot (not yet sent): their leases need renewing. */
+  unsent(): ClaimedRun[];
+  /** Runs sent or being sent, whose outcome has not come back. */
+  inFlight(): ClaimedRun[];
+  /** Destinations with `saturation` or more runs queued for a slot. */
+  saturatedDestinations(): string[];
+  /** Marks runs as released: not sent if not yet sent, their outcomes not handed over. */
+  release(runIds: Iterable<string>): void;
+  /** Whether the run was released (the attempt checks it once the request is built, before sending). */
+  isReleased(runId: string): boolean;
+  /** Resolves when every held run is done. */
+  drained(): Promise<void>;
+}
+
+type Entry = { run: ClaimedRun; stage: 'waiting' | 'queued' | 'in-flight'; done: Promise<void> };
+
+/** Creates an empty queue. */
+export function createRunQueue(deps: RunQueueDeps): RunQueue {
+  const { clock, options: o } = deps;
+  const limiter = new Limiter(o.concurrency, o.perDestination);
+  const untilDue = deps.untilDue ?? untilDueBy(clock);
+  const entries = new Map<string, Entry>();
+  const released = new Set<string>();
+  const queuedByDestination = new Map<string, number>();
+  let slotWaiter: (() => void) | null = null;
+
+  const count = (destination: string, delta: number) => {
+    const n = (queuedByDestination.get(destination) ?? 0) + delta;
+    if (n > 0) queuedByDestination.set(destination, n);
+    else queuedByDestination.delete(destination);
+  };
+  const wake = () => {
+    const w = slotWaiter;
+    slotWaiter = null;
+    w?.();
+  };
+
+  async function run(entry: Entry): Promise<void> {
+    const { run } = entry;
+    const destination = destinationOf(run.callback.url);
+    await untilDue(run.dueAtMs);
+    entry.stage = 'queued';
+    count(destination, 1);
+    try {
+      await limiter.acquire(destination);
+    } finally {
+      count(destination, -1);
+    }
+    entry.stage = 'in-flight';
+    let outcome: AttemptOutcome | null;
+    try {
+      // A lease that ran out while the run waited (renewals failed: the database was down) may have been reaped and
+      // the run handed to another dispatcher: it is not ours to send any more.
+      outcome = released.has(run.runId) || run.leaseExpiresAtMs <= clock.now() ? null : await deps.attempt(run);
+    } finally {
+      limiter.release(destination);
+    }
+    if (outcome === null) return;
+    if (released.has(run.runId)) deps.onLateOutcome?.(outcome, run);
+    else deps.onOutcome(outcome, run);
+  }
+
+  return {
+    get held() {
+      return entries.size;
+    },
+    get free() {
+      return o.concurrency - entries.size;
+    },
+    get inFlightByDestination() {
+      return limiter.activeByKey;
+    },
+    add(claimed) {
+      const entry: Entry = { run: claimed, stage: 'waiting', done: Promise.resolve() };
+      entry.done = run(entry).finally(() => {
+        // A later claim of the same run (this one's lease expired and was reclaimed) may have replaced this entry.
+        if (entries.get(claimed.runId) === entry) entries.delete(claimed.runId);
+        wake();
+      });
+      entries.set(claimed.runId, entry);
+    },
+    slotFreed: () => new Promise<void>((r) => (slotWaiter = r)),
+    wake,
+    unsent: () => [...entries.values()].filter((e) => e.stage !== 'in-flight' && !released.has(e.run.runId)).map((e) => e.run),
+    inFlight: () => [...entries.values()].filter((e) => e.stage === 'in-flight').map((e) => e.run),
+    saturatedDestinations: () => [...queuedByDestination].filter(([, n]) => n >= o.saturation).map(([d]) => d),
+    release(runIds) {
+      for (const id of runIds) released.add(id);
+    },
+    isReleased: (runId) => released.has(runId),
+    async drained() {
+      while (entries.size > 0) await Promise.all([...entries.values()].map((e) => e.done));
+    },
+  };
+}
+
+/** Resolves at `dueAtMs` by `clock` (a timer may fire a little early by the wall clock: it is re-armed). */
+function untilDueBy(clock: Clock): (dueAtMs: number) => Promise<void> {
+  return async function untilDue(dueAtMs) {
+    for (let left = dueAtMs - clock.now(); left > 0; left = dueAtMs - clock.now()) {
+      await new Promise((r) => setTimeout(r, left));
+    }
+  };
+}
