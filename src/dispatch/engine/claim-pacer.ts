@@ -34,6 +34,17 @@ export const CONTENDED_SLEEP_MS = 10;
  * each that finds nothing, up to the max. */
 const SKIP_CLAIM_INTERVAL_MS = 100;
 const SKIP_CLAIM_INTERVAL_MAX_MS = 2_000;
+/**
+ * How long the buckets with due runs, once read, serve the claims that follow, in ms: a claim needs them, but reading
+ * them is a probe per bucket, as costly as a small claim. A bucket that falls due in the meantime waits this long at
+ * most (runs are claimed `lookaheadMs` ahead of their time).
+ */
+const BUCKETS_FRESH_MS = 50;
+/**
+ * With fewer slots free than a quarter of a batch, the loop waits up to this long (ms) for more to free before it
+ * claims: a full dispatcher otherwise claims one run per freed slot, a transaction per callback.
+ */
+const SLOT_GATHER_MS = 5;
 const ERROR_BACKOFF_MIN_MS = 100;
 const ERROR_BACKOFF_MAX_MS = 5_000;
 
@@ -69,8 +80,12 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
   const rotation = new Rotation();
   let running = false;
   let done: Promise<void> = Promise.resolve();
-  /** The buckets with waiting runs as last read, for the claim that follows the read; null: read them then. */
+  /** The buckets with waiting runs as last read (at `knownAt`), for the claims within BUCKETS_FRESH_MS; null: read them. */
   let known: BucketDue[] | null = null;
+  let knownAt = -Infinity;
+  const minClaim = Math.max(1, Math.floor(o.batchSize / 4));
+  /** When the loop began waiting for more free slots (null: not waiting). */
+  let gatheringSince: number | null = null;
   /** The last sleep was the poll with nothing due before its end: read the earliest due time before a claim. */
   let lookFirst = false;
   let skipInterval = SKIP_CLAIM_INTERVAL_MS;
@@ -83,8 +98,11 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
 
   async function claim(limit: number, horizonMs: number, skipDestinations: string[] = []): Promise<ClaimedRun[]> {
     const started = clock.now();
-    const buckets = known ?? undefined;
-    known = null;
+    if (known === null || started - knownAt > BUCKETS_FRESH_MS) {
+      known = await store.dueBuckets(db);
+      knownAt = clock.now();
+    }
+    const buckets = known;
     const claimed = await store.claimRuns(db, { owner: o.owner, limit, nowMs: started, leaseMarginMs: o.leaseMarginMs, horizonMs, skipDestinations, rotation, buckets });
     deps.observeClaim?.((clock.now() - started) / 1000);
     for (const run of claimed) queue.add(run);
@@ -99,10 +117,12 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
    */
   async function sleepUntilDue(claimIfDue: boolean, skipping: boolean): Promise<boolean> {
     known = await store.dueBuckets(db);
+    knownAt = clock.now();
     const due = known.length === 0 ? null : Math.min(...known.map((b) => b.dueAtMs));
     const now = clock.now();
     const wait = claimWaitMs(due, now, o, claimIfDue);
     if (wait === 0) return false;
+    // What is due will have changed by the time the sleep ends.
     known = null;
     if (skipping && !claimIfDue && due !== null && due <= now) {
       // Only the saturated destinations have due runs: wait for one of their slots.
@@ -124,6 +144,15 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
           await queue.slotFreed();
           continue;
         }
+        if (queue.free < minClaim && queue.free < o.batchSize) {
+          gatheringSince ??= clock.now();
+          const left = gatheringSince + SLOT_GATHER_MS - clock.now();
+          if (left > 0) {
+            await slotOrSleep(left);
+            continue;
+          }
+        }
+        gatheringSince = null;
         const limit = Math.min(o.batchSize, queue.free);
         if (lookFirst) {
           lookFirst = false;
