@@ -46,14 +46,18 @@ async function pruneShard(db: Db, shard: number, cutoffMs: number, limit: number
   return Number(row?.n ?? 0);
 }
 
-/** Deletes idempotency keys older than `IDEMPOTENCY_TTL_MS` (24 h) at `nowMs`. @returns how many */
+/** Deletes idempotency keys older than `IDEMPOTENCY_TTL_MS` (24 h) at `nowMs`, bucket by bucket. @returns how many */
 export async function pruneIdempotencyKeys(db: Db, nowMs: number, limit = PRUNE_BATCH_DEFAULT): Promise<number> {
   const cutoff = new Date(nowMs - IDEMPOTENCY_TTL_MS).toISOString();
-  const rows = await query<{ key: string }>(
-    db,
-    sql`delete from idempotency_keys where ctid in (
-          select ctid from idempotency_keys where created_at < ${cutoff}::timestamptz limit ${limit})
-        returning key`,
-  );
-  return rows.length;
+  let deleted = 0;
+  for (let shard = 0; shard < SHARD_COUNT && deleted < limit; shard++) {
+    const rows = await query<{ key: string }>(
+      db,
+      sql`delete from idempotency_keys where shard = ${shard} and ctid in (
+            select ctid from idempotency_keys where shard = ${shard} and created_at < ${cutoff}::timestamptz limit ${limit - deleted})
+          returning key`,
+    );
+    deleted += rows.length;
+  }
+  return deleted;
 }

@@ -8,7 +8,7 @@
  * `child_process.fork` (see receiver.ts for the messages).
  *
  * A callback to `/hook/<tag>` (the noisy workload's `/hook/a` and `/hook/b`) is also counted under its tag, so one
- * session can tell two senders' callbacks apart. `listen` opens more ports (more origins, `127.0.0.1:<port>`) served
+ * session can tell two senders' callbacks apart. `listen` opens more ports (more destinations, `127.0.0.1:<port>`) served
  * by the same handler and session as the first.
  */
 import http from 'node:http';

@@ -52,11 +52,11 @@ export type BenchReceiver = {
   /** Fire lags of the session's first deliveries. */
   lags(): Promise<LagSummary>;
   /**
-   * Base URLs of `count` more origins (`http://127.0.0.1:<port>`, each its own port, none of them `url`'s) served
+   * Base URLs of `count` more destinations (`http://127.0.0.1:<port>`, each its own port, none of them `url`'s) served
    * like `url`, in the same session; opened on first request and kept, so the same `count` gives the same URLs.
    */
-  origins(count: number): Promise<string[]>;
-  /** Per tag, the session's callbacks to `/hook/<tag>` (on any origin). */
+  destinations(count: number): Promise<string[]>;
+  /** Per tag, the session's callbacks to `/hook/<tag>` (on any destination). */
   tags(): Promise<Record<string, TagStats>>;
   close(): Promise<void>;
 };
@@ -103,7 +103,7 @@ export async function startBenchReceiver(): Promise<BenchReceiver> {
     watch: (pids) => call({ op: 'watch', pids }),
     stats: () => call({ op: 'stats' }),
     lags: () => call({ op: 'lags' }),
-    origins: async (count) => (await call<number[]>({ op: 'listen', count })).map((p) => `http://127.0.0.1:${p}`),
+    destinations: async (count) => (await call<number[]>({ op: 'listen', count })).map((p) => `http://127.0.0.1:${p}`),
     tags: () => call({ op: 'tags' }),
     async close() {
       if (child.exitCode !== null) return;

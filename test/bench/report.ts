@@ -36,6 +36,16 @@ export const FIGURES: Record<string, FigureMeta> = {
   firstCallbackMs: { label: 'first callback, ms after the worker was spawned', better: null, digits: 0 },
   enqueueJobsPerSecond: { label: 'loading the runs, jobs/s (Chime: POST /v1/jobs/batch)', better: 'higher', digits: 0 },
   futureRowsSeconds: { label: 'adding the future rows in SQL (s)', better: null, digits: 1 },
+  bLagP50Ms: { label: "B's fire lag p50 (ms)", better: 'lower', digits: 1 },
+  bLagP99Ms: { label: "B's fire lag p99 (ms; the bar: ≤ 100)", better: 'lower', digits: 1 },
+  bLagMaxMs: { label: "B's fire lag max (ms)", better: 'lower', digits: 1 },
+  bEarlyFires: { label: "B's early fires (must be 0)", better: null, digits: 0 },
+  bSpanMs: { label: "B's runs fall due over (ms, first to last due time)", better: null, digits: 0 },
+  bDueAfterADrain: { label: "B's runs due after A's last callback (should be 0)", better: null, digits: 0 },
+  aDrainMs: { label: 'A: first → last callback beside B (ms)', better: null, digits: 0 },
+  aCallbacksPerSecond: { label: "A: callbacks/s beside B (A's first → last callback)", better: 'higher', digits: 0 },
+  aAloneCallbacksPerSecond: { label: 'A: callbacks/s alone (same runs, no B, fresh system)', better: 'higher', digits: 0 },
+  aVsAlonePct: { label: "A's rate beside B, % of alone (the bar: ≥ 90)", better: 'higher', digits: 0 },
 };
 
 const TITLES: Record<WorkloadId, (p: Plan) => string> = {
@@ -45,6 +55,9 @@ const TITLES: Record<WorkloadId, (p: Plan) => string> = {
   registration: (p) => `registration: ${p.registration.durationS} s closed loop, ${p.registration.connections} connections; batches of 1,000`,
   scale: (p) => `scale: drain of ${p.scale.n.toLocaleString('en')} runs with future runs in the table`,
   slow: (p) => `slow receiver: ${p.slow.n.toLocaleString('en')} runs, ${p.slow.delayMs} ms per answer`,
+  noisy: (p) =>
+    `noisy neighbour: tenant A's ${p.noisy.aN.toLocaleString('en')} runs due at once over ${p.noisy.destinations} destinations, ` +
+    `tenant B's ${p.noisy.bN.toLocaleString('en')} falling due during the drain`,
 };
 
 export type Machine = {
@@ -125,7 +138,7 @@ export type Report = {
 export const TUNING = {
   'pgboss-tuned': 'work() with batchSize 100, pollingIntervalSeconds 0.5, burstWhenBatchFull true',
   'graphile-tuned': 'concurrency 50, localQueue.size 500, completeJobBatchDelay 0, failJobBatchDelay 0, pollInterval 500 ms',
-  common: 'Every worker POSTs with an undici Agent (keep-alive 30 s, 16 connections per origin = Chime default per-destination concurrency, 10 s timeout)',
+  common: 'Every worker POSTs with an undici Agent (keep-alive 30 s, 16 connections per destination = Chime default per-destination concurrency, 10 s timeout)',
 };
 
 /** Ratios Chime / best peer for every figure with a direction; the best peer is chosen among complete results when any. */

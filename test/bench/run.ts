@@ -1,9 +1,10 @@
 /**
- * `npm run bench [-- --quick] [--only chime,pgboss,graphile] [--workloads drain,steady,burst,registration,scale,slow]
- * [--out PATH_PREFIX]`: measures Chime against pg-boss and graphile-worker on the PostgreSQL of DATABASE_URL (or
- * TEST_DATABASE_URL), each configuration on a fresh database, all against one receiver process, and writes a
- * markdown table (also printed) and JSON: test/bench/results.{md,json}, or test/bench/out/quick.{md,json} with
- * --quick. --quick runs every workload small (CI) and exits 1 unless every system delivered and recorded every run.
+ * `npm run bench [-- --quick] [--only chime,pgboss,graphile]
+ * [--workloads drain,steady,burst,registration,scale,slow,noisy] [--out PATH_PREFIX]`: measures Chime against pg-boss
+ * and graphile-worker on the PostgreSQL of DATABASE_URL (or TEST_DATABASE_URL), each configuration on a fresh
+ * database, all against one receiver process, and writes a markdown table (also printed) and JSON:
+ * test/bench/results.{md,json}, or test/bench/out/quick.{md,json} with --quick. --quick runs every workload small
+ * (CI) and exits 1 unless every system delivered and recorded every run.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -18,6 +19,7 @@ import { buildSystems, killAll, ROOT } from './systems/process.ts';
 import { SYSTEMS, type BenchContext, type Family, type SystemSpec } from './systems/types.ts';
 import { burst } from './workloads/burst.ts';
 import { drain, type WorkloadDeps } from './workloads/drain.ts';
+import { noisy } from './workloads/noisy.ts';
 import { FULL_PLAN, QUICK_PLAN, WORKLOADS, type WorkloadId } from './workloads/plan.ts';
 import { registration } from './workloads/registration.ts';
 import { scale } from './workloads/scale.ts';
@@ -26,7 +28,7 @@ import { steady } from './workloads/steady.ts';
 import type { BenchResult } from './workloads/types.ts';
 import { endProcess } from './end-process.ts';
 
-const RUN: Record<WorkloadId, (spec: SystemSpec, deps: WorkloadDeps) => Promise<BenchResult[]>> = { drain, steady, burst, registration, scale, slow };
+const RUN: Record<WorkloadId, (spec: SystemSpec, deps: WorkloadDeps) => Promise<BenchResult[]>> = { drain, steady, burst, registration, scale, slow, noisy };
 const FAMILIES: readonly Family[] = ['chime', 'pgboss', 'graphile'];
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -147,6 +149,13 @@ function summary(r: BenchResult): string {
     ['lagP99Ms', 'p99', 1],
     ['lagMaxMs', 'max', 1],
     ['earlyFires', 'early', 0],
+    ['bLagP50Ms', 'B lag p50 ms', 1],
+    ['bLagP99Ms', 'p99', 1],
+    ['bLagMaxMs', 'max', 1],
+    ['bEarlyFires', 'early', 0],
+    ['aCallbacksPerSecond', 'A callbacks/s', 0],
+    ['aAloneCallbacksPerSecond', 'A alone', 0],
+    ['aVsAlonePct', '% of alone', 0],
     ['singleRequestsPerSecond', 'single/s', 0],
     ['batchJobsPerSecond', 'batch jobs/s', 0],
     ['cpuSecondsPer1k', 'CPU s/1k', 3],

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { query } from '../../src/store/db.ts';
 import type { JobSpecInput } from '../support/store.ts';
 import { createJob } from '../../src/store/jobs.ts';
+import { createNotificationEndpoint } from '../../src/store/notifications.ts';
 import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
 import { finishRuns, type AttemptOutcome } from '../../src/store/queue/finish-runs.ts';
 import { reapExpiredLeases, releaseLeases } from '../../src/store/queue/reap-leases.ts';
@@ -201,5 +202,21 @@ describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
     );
     expect(late.size).toBe(0);
     expect((await claim('C', now)).map((r) => r.runId)).toEqual([r1!.id]);
+  });
+
+  it('releaseLeases records run.failed for the at-most-once run it fails, in the same transaction, as the reaper does', async () => {
+    await createNotificationEndpoint(store.ctx, tenantId, { url: 'http://127.0.0.1:9/events', events: ['run.failed'], description: null });
+    const once = await job({ name: 'once', deliveryMode: 'at-most-once' });
+    const again = await job({ name: 'again', retry: { maxAttempts: 3 } });
+    const claimed = await claim('A', T0);
+    await releaseLeases(store.database.db, 'A', claimed, T0 + 500);
+    const events = await query<{ type: string; run_id: string }>(
+      store.database.db,
+      sql`select payload->>'type' as type, payload->'data'->'run'->>'runId' as run_id from runs where trigger = 'notification'`,
+    );
+    const [failed] = await runsOf(store.database, once.id);
+    expect(failed!.status).toBe('failed');
+    expect((await runsOf(store.database, again.id))[0]!.status).toBe('retrying');
+    expect(events).toEqual([{ type: 'run.failed', run_id: failed!.id }]);
   });
 });

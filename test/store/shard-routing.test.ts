@@ -119,8 +119,10 @@ describe.each(DATABASE_TARGETS)('hot-path statements name one bucket on $kind', 
                + (select count(*)::int from attempts a where not exists (select 1 from runs r where r.shard = a.shard and r.id = a.run_id)) as n`,
     );
     expect(wrong!.n).toBe(0);
-    // The failures recorded a run.failed event for each tenant (a delivery run of its endpoint), in its own bucket.
+    // The failed finish and the at-most-once release recorded run.failed events for each tenant (delivery runs of its
+    // endpoint), in its own bucket.
     const events = await query<{ shard: number; tenant_id: string }>(db, sql`select shard, tenant_id from runs where trigger = 'notification'`);
-    expect(events.map((e) => e.tenant_id).sort()).toEqual([a, b].sort());
+    expect(events.map((e) => e.tenant_id).sort()).toEqual([a, a, b, b].sort());
+    for (const e of events) expect(Number(e.shard)).toBe(shardOf(e.tenant_id));
   });
 });

@@ -13,6 +13,7 @@
 import type { Clock } from '../../domain/clock.ts';
 import type { Db } from '../../store/db.ts';
 import { nextDueAt } from '../../store/queue/due-backlog.ts';
+import { SHARD_COUNT } from '../../domain/shard.ts';
 import { performAttempt } from '../attempt.ts';
 import type { Deliver } from '../deliver.ts';
 import type { Keyring } from '../keyring.ts';
@@ -99,7 +100,9 @@ export async function runTick(deps: TickDeps, limits: TickLimits): Promise<TickR
     onOutcome: (outcome) => writer.push(outcome),
   });
   const options = { owner: deps.owner, leaseMarginMs: deps.leaseMarginMs, batchSize: limits.concurrency, lookaheadMs: 0, pollMs: 0 };
-  const pacer = createClaimPacer({ db, clock, logger: log, wakeup: new Wakeup(), queue, options });
+  // Each tick's rotation starts at a random bucket: starting at 0 every minute would serve low buckets first.
+  const rotationStart = Math.floor((deps.random ?? Math.random)() * SHARD_COUNT);
+  const pacer = createClaimPacer({ db, clock, logger: log, wakeup: new Wakeup(), queue, options, rotationStart });
   const keeper = createLeaseKeeper({ db, clock, logger: log, options: { ...options, intervalMs: limits.tickBudgetMs }, unsent: () => [], release: () => {} });
 
   report.reaped = await keeper.reap();

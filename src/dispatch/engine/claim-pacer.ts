@@ -57,6 +57,8 @@ export type ClaimPacerDeps = {
   options: ClaimPacerOptions;
   /** Seconds each claim took, for the metrics. */
   observeClaim?: (seconds: number) => void;
+  /** The bucket the first round of claims starts at (default 0); a Workers tick starts each tick's at random. */
+  rotationStart?: number;
   /** The store's reads and claim (default: `dueBuckets`, `claimRuns`); injected in unit tests. */
   store?: { dueBuckets: typeof dueBuckets; claimRuns: typeof claimRuns };
 };
@@ -78,6 +80,7 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
   const { db, clock, logger, wakeup, queue, options: o } = deps;
   const store = deps.store ?? { dueBuckets, claimRuns };
   const rotation = new Rotation();
+  rotation.start = deps.rotationStart ?? 0;
   let running = false;
   let done: Promise<void> = Promise.resolve();
   /** The buckets with waiting runs as last read (at `knownAt`), for the claims within BUCKETS_FRESH_MS; null: read them. */
@@ -144,7 +147,8 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
           await queue.slotFreed();
           continue;
         }
-        if (queue.free < minClaim && queue.free < o.batchSize) {
+        // Not while a destination is saturated: then claims are paced by the look past it (below).
+        if (queue.free < minClaim && queue.free < o.batchSize && queue.saturatedDestinations().length === 0) {
           gatheringSince ??= clock.now();
           const left = gatheringSince + SLOT_GATHER_MS - clock.now();
           if (left > 0) {

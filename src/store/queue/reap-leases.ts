@@ -5,7 +5,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
-import { query, type Db } from '../db.ts';
+import { query, type Db, type Executor } from '../db.ts';
 import { SHARD_COUNT } from '../../domain/shard.ts';
 import { eachBucket } from './by-bucket.ts';
 import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
@@ -68,7 +68,7 @@ export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATC
 export async function reapBucket(db: Db, shard: number, nowMs: number, limit: number): Promise<number> {
   const now = new Date(nowMs).toISOString();
   return db.transaction(async (tx) => {
-    const rows = await query<{ id: string; job_id: string; tenant_id: string; trigger: string; status: string }>(
+    const rows = await query<TakenRun>(
       tx,
       sql`with taken as (
             update runs r
@@ -80,12 +80,7 @@ export async function reapBucket(db: Db, shard: number, nowMs: number, limit: nu
           logged as (${logLeaseLost(shard, now, 'the lease expired before a result was recorded (dispatcher died or stalled)')})
           select id, job_id, tenant_id, trigger, status from taken`,
     );
-    const failed = rows.filter((r) => r.status === RUN_STATUS.failed && r.trigger !== RUN_TRIGGER.notification);
-    await recordEvents(
-      tx,
-      failed.map((r) => ({ type: 'run.failed', tenantId: r.tenant_id, jobId: r.job_id, runId: r.id })),
-      nowMs,
-    );
+    await recordFailures(tx, rows, nowMs);
     return rows.length;
   });
 }
@@ -100,12 +95,28 @@ export async function releaseLeases(db: Db, owner: string, held: { shard: number
 
 async function releaseBucket(db: Db, owner: string, shard: number, runIds: string[], nowMs: number): Promise<void> {
   const now = new Date(nowMs).toISOString();
-  await db.execute(sql`with taken as (
-      update runs r
-      set ${giveBack(now, 'ambiguous outcome: shutdown interrupted the request; not re-sent (at-most-once)', 'released at shutdown')}
-      from jobs j
-      where r.shard = ${shard} and r.id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(runIds)}::jsonb))
-        and r.lease_owner = ${owner} and r.status = 'running' and j.shard = ${shard} and j.id = r.job_id
-      returning r.id, r.attempts)
-    ${logLeaseLost(shard, now, 'released at shutdown before a result was recorded')}`);
+  await db.transaction(async (tx) => {
+    const rows = await query<TakenRun>(
+      tx,
+      sql`with taken as (
+            update runs r
+            set ${giveBack(now, 'ambiguous outcome: shutdown interrupted the request; not re-sent (at-most-once)', 'released at shutdown')}
+            from jobs j
+            where r.shard = ${shard} and r.id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(runIds)}::jsonb))
+              and r.lease_owner = ${owner} and r.status = 'running' and j.shard = ${shard} and j.id = r.job_id
+            returning r.id, r.attempts, r.job_id, r.tenant_id, r.trigger, r.status),
+          logged as (${logLeaseLost(shard, now, 'released at shutdown before a result was recorded')})
+          select id, job_id, tenant_id, trigger, status from taken`,
+    );
+    await recordFailures(tx, rows, nowMs);
+  });
+}
+
+/** A run the reaper or a release took back, with its new status. */
+type TakenRun = { id: string; job_id: string; tenant_id: string; trigger: string; status: string };
+
+/** The `run.failed` events of the taken runs that ended failed (not notification deliveries), in the caller's transaction. */
+function recordFailures(tx: Executor, rows: readonly TakenRun[], nowMs: number): Promise<number> {
+  const failed = rows.filter((r) => r.status === RUN_STATUS.failed && r.trigger !== RUN_TRIGGER.notification);
+  return recordEvents(tx, failed.map((r) => ({ type: 'run.failed', tenantId: r.tenant_id, jobId: r.job_id, runId: r.id })), nowMs);
 }

@@ -1,9 +1,10 @@
 /**
  * The graphile-worker process of the benchmark: `run()` with one task, `bench_post`, that POSTs the job to the
- * receiver (peers/post.ts). BENCH_TUNED=1 applies graphile-worker's documented performance options
- * (GraphileConfig.WorkerOptions in node_modules/graphile-worker/dist/index.d.ts; worker.graphile.org/docs/performance):
- * concurrency 50, `localQueue.size` 500, `completeJobBatchDelay` and `failJobBatchDelay` 0, `pollInterval` 500 ms;
- * otherwise everything is graphile-worker's default. Logging is at warning level for both, as Chime runs with
+ * receiver (peers/post.ts): to BENCH_CALLBACK_URL, or to the job's own `url` when it has one. BENCH_TUNED=1 applies
+ * graphile-worker's documented performance options (GraphileConfig.WorkerOptions in
+ * node_modules/graphile-worker/dist/index.d.ts; worker.graphile.org/docs/performance): concurrency 50,
+ * `localQueue.size` 500, `completeJobBatchDelay` and `failJobBatchDelay` 0, `pollInterval` 500 ms; otherwise
+ * everything is graphile-worker's default. Logging is at warning level for both, as Chime runs with
  * CHIME_LOG_LEVEL=warn (graphile-worker otherwise logs a line per completed job). Prints `ready` once running.
  *
  * Env: BENCH_DATABASE_URL, BENCH_CALLBACK_URL, BENCH_TUNED (1|0).
@@ -37,7 +38,8 @@ const runner = await run({
   noHandleSignals: true,
   taskList: {
     [GRAPHILE_TASK]: async (payload, helpers) => {
-      await post(callbackUrl, String(helpers.job.id), payload as BenchPayload);
+      const p = payload as BenchPayload;
+      await post(p.url ?? callbackUrl, String(helpers.job.id), p);
     },
   },
   ...(tuned ? GRAPHILE_TUNING : {}),

@@ -1,22 +1,32 @@
 /**
  * The HTTP client both peer workers use, set up like Chime's (src/dispatch/deliver.ts): an undici Agent with
- * keep-alive (30 s idle) and `request` (not `fetch`), at most 16 connections per origin (Chime's default
+ * keep-alive (30 s idle) and `request` (not `fetch`), at most 16 connections per destination (Chime's default
  * CHIME_DISPATCH_PER_DESTINATION), a 10 s timeout (Chime's default callback timeout), the body read to the end so
  * the connection is reused. A non-2xx answer throws, so the peer records a failure and retries as it would.
  */
 import { Agent } from 'undici';
 
-/** Chime's default per-destination concurrency: callbacks in flight to one origin. */
-export const CONNECTIONS_PER_ORIGIN = 16;
+/** Chime's default per-destination concurrency: callbacks in flight to one destination. */
+export const CONNECTIONS_PER_DESTINATION = 16;
 /** Chime's default callback timeout, in ms. */
 export const TIMEOUT_MS = 10_000;
 
-/** What a peer job carries: the run number and its scheduled time (ISO 8601), sent as `bench-*` headers. */
-export type BenchPayload = { n: number; scheduledFor: string };
+/**
+ * What a peer job carries: the run number and its scheduled time (ISO 8601), sent as `bench-*` headers, and the
+ * callback URL when it is not the worker's BENCH_CALLBACK_URL (the noisy workload's callbacks go to many destinations).
+ */
+export type BenchPayload = { n: number; scheduledFor: string; url?: string };
+
+/** The payload of run `n` due at `dueAtMs`; with `urls`, its callback URL is `urls[n % urls.length]`. */
+export function payload(n: number, dueAtMs: number, urls: readonly string[] | null): BenchPayload {
+  const p: BenchPayload = { n, scheduledFor: new Date(dueAtMs).toISOString() };
+  if (urls) p.url = urls[n % urls.length]!;
+  return p;
+}
 
 /** Makes the `post(url, id, payload)` function of a peer worker. */
 export function createPoster(): (url: string, id: string, payload: BenchPayload) => Promise<void> {
-  const agent = new Agent({ keepAliveTimeout: 30_000, connections: CONNECTIONS_PER_ORIGIN });
+  const agent = new Agent({ keepAliveTimeout: 30_000, connections: CONNECTIONS_PER_DESTINATION });
   return async (url, id, payload) => {
     const u = new URL(url);
     const body = JSON.stringify(payload);

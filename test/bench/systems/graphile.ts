@@ -5,8 +5,9 @@
  */
 import { makeWorkerUtils, runMigrations, type WorkerUtils } from 'graphile-worker';
 import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
+import { payload } from '../peers/post.ts';
 import { builtPeer, spawnNode, type NodeProcess } from './process.ts';
-import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchContext, type BenchSystem, type EnqueueResult, type SystemSpec, type Tally } from './types.ts';
+import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchContext, type BenchSystem, type EnqueueOptions, type EnqueueResult, type SystemSpec, type Tally } from './types.ts';
 
 /** The worker process's script (bundled before the run by `buildSystems`). */
 export const GRAPHILE_WORKER_SCRIPT = 'test/bench/peers/graphile-worker.ts';
@@ -55,8 +56,9 @@ export class GraphileSystem implements BenchSystem {
     return this.utils!;
   }
 
-  async enqueue(dueAtMs: readonly number[]): Promise<EnqueueResult> {
+  async enqueue(dueAtMs: readonly number[], o: EnqueueOptions = {}): Promise<EnqueueResult> {
     const started = Date.now();
+    const urls = o.callbackUrls?.length ? o.callbackUrls : null;
     const horizon = started + HORIZON_MS;
     let next = 0;
     const worker = async () => {
@@ -66,7 +68,7 @@ export class GraphileSystem implements BenchSystem {
         const specs = [];
         for (let i = from; i < next; i++) {
           const due = dueAtMs[i]!;
-          specs.push({ identifier: GRAPHILE_TASK, payload: { n: i, scheduledFor: new Date(due).toISOString() }, runAt: new Date(due) });
+          specs.push({ identifier: GRAPHILE_TASK, payload: payload(i, due, urls), runAt: new Date(due) });
         }
         await this.workerUtils.addJobs(specs);
       }

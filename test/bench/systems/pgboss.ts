@@ -6,8 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import { PgBoss } from 'pg-boss';
 import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
+import { payload } from '../peers/post.ts';
 import { builtPeer, spawnNode, type NodeProcess } from './process.ts';
-import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchContext, type BenchSystem, type EnqueueResult, type SystemSpec, type Tally } from './types.ts';
+import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchContext, type BenchSystem, type EnqueueOptions, type EnqueueResult, type SystemSpec, type Tally } from './types.ts';
 
 /** The worker process's script (bundled before the run by `buildSystems`). */
 export const PGBOSS_WORKER_SCRIPT = 'test/bench/peers/pgboss-worker.ts';
@@ -66,8 +67,9 @@ export class PgBossSystem implements BenchSystem {
     return s;
   }
 
-  async enqueue(dueAtMs: readonly number[]): Promise<EnqueueResult> {
+  async enqueue(dueAtMs: readonly number[], o: EnqueueOptions = {}): Promise<EnqueueResult> {
     const started = Date.now();
+    const urls = o.callbackUrls?.length ? o.callbackUrls : null;
     let next = 0;
     const worker = async () => {
       while (next < dueAtMs.length) {
@@ -78,7 +80,7 @@ export class PgBossSystem implements BenchSystem {
           const due = dueAtMs[i]!;
           jobs.push({
             id: DUE_ID_PREFIX + randomUUID().slice(8),
-            data: { n: i, scheduledFor: new Date(due).toISOString() },
+            data: payload(i, due, urls),
             startAfter: new Date(due),
           });
         }

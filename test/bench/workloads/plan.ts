@@ -1,11 +1,12 @@
 /**
  * Sizes and time caps of every workload, full and `--quick` (CI: a few hundred runs each, seconds each).
  * Full sizes follow issue #7: drain 50,000 runs; steady 500 runs/s for 60 s; burst 20,000 runs due in one second;
- * registration 15 s of autocannon; scale with 0, 1 M and 10 M future runs; a receiver answering in 200 ms.
+ * registration 15 s of autocannon; scale with 0, 1 M and 10 M future runs; a receiver answering in 200 ms; noisy:
+ * tenant A's 30,000 runs due at once over 16 destinations while tenant B's 200 runs fall due during their drain.
  */
 import type { SystemId, SystemSpec } from '../systems/types.ts';
 
-export const WORKLOADS = ['drain', 'steady', 'burst', 'registration', 'scale', 'slow'] as const;
+export const WORKLOADS = ['drain', 'steady', 'burst', 'registration', 'scale', 'slow', 'noisy'] as const;
 export type WorkloadId = (typeof WORKLOADS)[number];
 
 export type Plan = {
@@ -21,6 +22,8 @@ export type Plan = {
   scale: { n: number; levels: number[] };
   /** A drain of `n` runs against a receiver that answers after `delayMs`. */
   slow: { n: number; delayMs: number };
+  /** Noisy neighbour (workloads/noisy.ts). */
+  noisy: NoisyPlan;
   /** Longest a delivery workload may take after its runs are due, in ms. */
   capMs: number;
   /** The same for the peers' out-of-the-box configurations, known to be slow (pg-boss: one job per 2 s poll). */
@@ -31,6 +34,33 @@ export type Plan = {
   drainN: Partial<Record<SystemId, number>>;
 };
 
+/**
+ * The noisy-neighbour workload: tenant A's `aN` runs, due at once and registered with the worker stopped, go
+ * round-robin to `destinations` destinations; tenant B's `bN` runs fall due while the worker drains them, evenly spaced
+ * from `bFirstDueMs` after the worker is ready to `bSpanFraction` of A's expected drain time (`aN` ÷
+ * `expectedPerSecond`), and at least to 2 × `bFirstDueMs`, at most to half the time cap.
+ */
+export type NoisyPlan = {
+  aN: number;
+  destinations: number;
+  bN: number;
+  bFirstDueMs: number;
+  bSpanFraction: number;
+  /** A's drain rate (callbacks/s) the plan expects per configuration: the drain workload's figures on 2 vCPU. */
+  expectedPerSecond: Record<SystemId, number>;
+  /** Also drain A alone (same runs and destinations, no B, a fresh system), the rate A's drain beside B is compared with. */
+  baseline: boolean;
+};
+
+/** The drain workload's callbacks/s per configuration in test/bench/results.md (2 vCPU, PostgreSQL 15), rounded. */
+const EXPECTED_DRAIN_PER_SECOND: Record<SystemId, number> = {
+  chime: 11_000,
+  pgboss: 0.5,
+  'pgboss-tuned': 4_000,
+  graphile: 1_700,
+  'graphile-tuned': 14_000,
+};
+
 export const FULL_PLAN: Plan = {
   quick: false,
   drain: { n: 50_000 },
@@ -39,9 +69,10 @@ export const FULL_PLAN: Plan = {
   registration: { durationS: 15, connections: 10, batches: 20 },
   scale: { n: 20_000, levels: [0, 1_000_000, 10_000_000] },
   slow: { n: 2_000, delayMs: 200 },
+  noisy: { aN: 30_000, destinations: 16, bN: 200, bFirstDueMs: 300, bSpanFraction: 0.8, expectedPerSecond: EXPECTED_DRAIN_PER_SECOND, baseline: true },
   capMs: 120_000,
   defaultsCapMs: 40_000,
-  defaultsWorkloads: ['drain', 'steady', 'burst', 'slow'],
+  defaultsWorkloads: ['drain', 'steady', 'burst', 'slow', 'noisy'],
   drainN: {},
 };
 
@@ -53,6 +84,7 @@ export const QUICK_PLAN: Plan = {
   registration: { durationS: 2, connections: 10, batches: 2 },
   scale: { n: 300, levels: [0, 20_000] },
   slow: { n: 100, delayMs: 200 },
+  noisy: { aN: 3_000, destinations: 16, bN: 50, bFirstDueMs: 300, bSpanFraction: 0.8, expectedPerSecond: EXPECTED_DRAIN_PER_SECOND, baseline: true },
   capMs: 60_000,
   defaultsCapMs: 30_000,
   defaultsWorkloads: ['drain'],

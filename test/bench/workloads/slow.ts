@@ -1,7 +1,7 @@
 /**
  * Workload 6, slow receiver: a drain against a receiver that answers each callback after 200 ms, so throughput
  * is held by how many callbacks the system keeps in flight (Chime: 16 per destination by default; the peers'
- * HTTP client has the same 16 connections per origin).
+ * HTTP client has the same 16 connections per destination).
  */
 import { withSystem } from '../systems/index.ts';
 import type { SystemSpec } from '../systems/types.ts';
