@@ -84,7 +84,8 @@ export class ConfigError extends Error {
 /**
  * The dispatcher's default concurrency on the embedded database. There the database runs on the process's own event
  * loop: once that loop is busy, a callback's round trip is the callbacks in flight over the rate it can drive (Little's
- * law): 256 in flight sent a seventh more than 64 but made every callback, another tenant's too, wait four times longer.
+ * law): beyond what it can drive, more in flight barely adds throughput but delays every callback, another tenant's
+ * too (test/bench/README.md, commit 7e56fad).
  */
 export const EMBEDDED_DISPATCH_CONCURRENCY = 64;
 

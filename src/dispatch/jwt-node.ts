@@ -5,9 +5,9 @@
  * (RFC 8032 §5.1.6), so every backend makes the very same token for the same key and claims.
  *
  * Signing is the largest single cost of a callback, so the fastest Ed25519 available is used:
- * - libsodium through `sodium-native` (an optional dependency with prebuilt binaries): ~24 µs a token here;
- * - otherwise `crypto.sign` of node:crypto on a KeyObject imported once: ~42 µs (OpenSSL 3.0's Ed25519 is generic C).
- * jose signs through WebCrypto, an asynchronous job per token on the thread pool: several times dearer again.
+ * - libsodium through `sodium-native` (an optional dependency with prebuilt binaries), the fastest;
+ * - otherwise `crypto.sign` of node:crypto on a KeyObject imported once (OpenSSL 3.0's Ed25519 is generic C).
+ * jose signs through WebCrypto, an asynchronous job per token on the thread pool: dearer again (test/bench/README.md).
  * Not for Workers (sign.ts is); tests verify these tokens with jose's `jwtVerify` against the JWKS.
  */
 import { createHash, createPrivateKey, sign, type JsonWebKey, type KeyObject } from 'node:crypto';

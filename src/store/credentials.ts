@@ -1,7 +1,7 @@
 /**
  * Credential formats and hashing, runtime-portable (WebCrypto for randomness; SHA-256 from @noble/hashes, pure
- * JavaScript and synchronous: WebCrypto's digest is an asynchronous job on the thread pool, ~25 µs and a queue hop per
- * API request where the key's hash takes ~4 µs).
+ * JavaScript and synchronous: WebCrypto's digest is an asynchronous job on the thread pool, a queue hop per API request
+ * for a hash that costs less than the hop).
  * - API key: `chk_` + 12-character lookup prefix + 43-character base64url secret (32 random bytes).
  *   Only the SHA-256 of the whole key is stored; the prefix finds the row, the hash is compared in constant time.
  * - Signing secret: `whsec_` + base64 of 32 random bytes (Standard Webhooks "Symmetric" secret format).

@@ -43,8 +43,7 @@ export class QuotaExceededError extends Error {
  * With `ctx.openJobs`, a recent estimate answers while it says there is room for `adding` jobs with a margin
  * (open-jobs.ts); otherwise the jobs are counted, and the count is kept for the next checks. The count stops at the
  * quota (`limit`), reading the partial index `jobs_tenant_open_idx`, so it costs at most the quota's worth of index
- * entries whatever the tenant's history of finished jobs (an index-only scan; ~15 ms for 20,000 open jobs on a loaded
- * 2-core machine).
+ * entries whatever the tenant's history of finished jobs (an index-only scan).
  * Not a lock: concurrent creations each see the same count, so the quota may be exceeded by as many jobs as were
  * being created at the same moment. A quota, not an invariant.
  * @param maxActiveJobs the quota; 0 = none (returns Infinity without a query)

@@ -1,9 +1,8 @@
 /**
  * Per-tenant estimates of open (`active` or `paused`) jobs, for the active-jobs quota (CHIME_MAX_ACTIVE_JOBS).
  *
- * Counting a tenant's open jobs reads up to the quota's worth of index entries: ~15 ms for 20,000 open jobs on a
- * loaded 2-core machine, so a tenant well inside a quota of 100,000 would pay tens of ms of database time on every
- * creation. With an estimate, a creation is checked against the last exact count plus the jobs this process created
+ * Counting a tenant's open jobs reads up to the quota's worth of index entries, so a tenant well inside a quota of
+ * 100,000 would pay that read on every creation. With an estimate, a creation is checked against the last exact count plus the jobs this process created
  * since, and the tenant is counted again only when that count is older than OPEN_JOBS_RECOUNT_MS or the estimate
  * comes within a margin of the quota.
  *

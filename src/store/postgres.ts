@@ -29,7 +29,7 @@ export function openPostgres(url: string, opts: PostgresOptions = {}): Database 
     // Times travel as timestamptz; parse them to Date (postgres.js default) and keep bigint as string.
     // Statements are prepared (see `preparing`), but planned for each execution's parameters: a generic plan chosen
     // while a table was still small or unanalyzed (a fresh database, a burst of new runs) turned the claim into a
-    // sequential scan in the drain benchmark, 10x slower. Parsing once is the saving; re-planning is cheap.
+    // sequential scan in the drain benchmark. Parsing once is the saving; re-planning is cheap.
     connection: { application_name: 'chime', plan_cache_mode: 'force_custom_plan' },
   });
   const logger = opts.onStatement ? { logQuery: opts.onStatement } : undefined;

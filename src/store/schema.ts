@@ -105,7 +105,7 @@ export function jobSearchText(name: AnyPgColumn, key: AnyPgColumn): SQL {
 /**
  * Jobs, and their runs below, carry no foreign key (jobs to tenants, runs to jobs): registration writes a job and its
  * first run per job, and the check a foreign key makes on each inserted row (a lookup and a KEY SHARE lock of the
- * parent, one per row) measured ~33 µs per job, half of PostgreSQL's cost of a 1,000-job batch. Every insert already
+ * parent, one per row) was half of PostgreSQL's cost of a batch registration. Every insert already
  * has its parent: jobs are made for the authenticated tenant, a job's first run in the statement that makes the job
  * (`insertJobsAndRuns` checks it exists), later runs in the transaction that locks or claims their job; and Chime
  * deletes jobs only with their tenant. No table carries a foreign key or a trigger to cascade (a distributed
@@ -212,7 +212,7 @@ export const runs = pgTable(
 /**
  * The attempt log: one row per attempt of a run, keyed by `(run_id, attempt)`. Written by every finish (the hot path),
  * so it carries no surrogate key and no foreign key: the primary key is the only index, and the check a foreign key
- * makes on each insert (a KEY SHARE lock on the run just updated, a WAL record of its own) measured ~40 % of the
+ * makes on each insert (a KEY SHARE lock on the run just updated, a WAL record of its own) was a large part of the
  * finish statement's cost. Attempts are written only for runs this store holds or has just reaped, and runs are
  * deleted only by retention, long after they finished, which deletes their attempts in the same statement.
  */

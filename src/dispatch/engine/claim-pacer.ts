@@ -15,6 +15,9 @@ import type { Wakeup } from '../wakeup.ts';
 import type { EngineLogger } from './logger.ts';
 import type { RunQueue } from './run-queue.ts';
 import { backoffDelays } from './sleep.ts';
+import { claimWaitMs } from './claim-wait.ts';
+
+export { claimWaitMs, CONTENDED_SLEEP_MS } from './claim-wait.ts';
 
 export type ClaimPacerOptions = {
   owner: string;
@@ -28,8 +31,6 @@ export type ClaimPacerOptions = {
   pollMs: number;
 };
 
-/** Sleep when due runs exist but none could be claimed (other dispatchers hold them), in ms. */
-export const CONTENDED_SLEEP_MS = 10;
 /** Least time between claims that look past saturated destinations (each walks their backlog), in ms; doubled after
  * each that finds nothing, up to the max. */
 const SKIP_CLAIM_INTERVAL_MS = 100;
@@ -129,7 +130,7 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
     known = null;
     if (skipping && !claimIfDue && due !== null && due <= now) {
       // Only the saturated destinations have due runs: wait for one of their slots.
-      await slotOrSleep(SKIP_CLAIM_INTERVAL_MS);
+      if (running) await slotOrSleep(SKIP_CLAIM_INTERVAL_MS);
       return true;
     }
     // stop() may have come while this iteration awaited the database: its wake() found no sleep to end.
@@ -166,6 +167,7 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
         // skipInterval (a scan), else wait for a slot, which is when it may fall below saturation and be claimed again.
         const skip = queue.saturatedDestinations();
         if (skip.length > 0) {
+          if (!running) break;
           if (clock.now() - lastSkipClaimAt < skipInterval) {
             await slotOrSleep(SKIP_CLAIM_INTERVAL_MS);
             continue;
@@ -201,22 +203,4 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
     },
     claimOnce: (limit, horizonMs) => claim(limit, horizonMs),
   };
-}
-
-/**
- * How long the loop waits before its next claim, in ms (0: claim now), given the earliest due time `dueMs` of a
- * waiting run (epoch ms, null: none) at `nowMs`. A run is claimed once it enters the lookahead, and claims ahead are
- * gathered: a run entering the lookahead waits up to a fifth of it for the ones behind it, and one already inside it
- * is claimed within a fifth of it or half its remaining time, whichever is sooner, so steady traffic makes a claim per
- * fifth of the lookahead rather than one per run. A run already due is claimed at once, unless `claimIfDue` is false
- * (the last claim found nothing: other dispatchers hold the due runs), then after CONTENDED_SLEEP_MS. Never longer
- * than `pollMs`.
- */
-export function claimWaitMs(dueMs: number | null, nowMs: number, o: Pick<ClaimPacerOptions, 'lookaheadMs' | 'pollMs'>, claimIfDue: boolean): number {
-  if (dueMs === null) return o.pollMs;
-  const gather = Math.floor(o.lookaheadMs / 5);
-  const claimAt = dueMs - o.lookaheadMs;
-  if (claimAt > nowMs) return Math.min(Math.max(claimAt - nowMs, gather), o.pollMs);
-  if (dueMs > nowMs) return Math.floor(Math.min(gather, (dueMs - nowMs) / 2));
-  return claimIfDue ? 0 : CONTENDED_SLEEP_MS;
 }

@@ -50,6 +50,7 @@ export function createLeaseKeeper(deps: LeaseKeeperDeps): LeaseKeeper {
   const { db, clock, logger, options: o } = deps;
   let timer: ReturnType<typeof setInterval> | null = null;
   let current: Promise<void> = Promise.resolve();
+  let busy = false;
 
   async function renew(): Promise<void> {
     const runs = deps.unsent();
@@ -84,7 +85,10 @@ export function createLeaseKeeper(deps: LeaseKeeperDeps): LeaseKeeper {
   return {
     start() {
       timer ??= setInterval(() => {
-        current = current.then(round);
+        // A round still running (the database is slow or down) is not queued behind: the next tick tries again.
+        if (busy) return;
+        busy = true;
+        current = round().finally(() => (busy = false));
       }, o.intervalMs);
       (timer as { unref?: () => void }).unref?.();
     },

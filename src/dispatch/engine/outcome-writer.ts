@@ -53,24 +53,45 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
   const { options: o, logger, clock } = deps;
   const finish = deps.finish ?? finishRuns;
   const pending: AttemptOutcome[] = [];
+  /** Outcomes taken from `pending` and not yet written (a write or its retries under way). */
+  let writing = 0;
   let flushing: Promise<void> | null = null;
 
   async function write(batch: AttemptOutcome[]): Promise<void> {
+    writing += batch.length;
+    try {
+      const written = await writeWithRetries(batch);
+      if (!written) return;
+      const { recorded, seconds } = written;
+      if (recorded.size < batch.length) {
+        logger.warn({ lost: batch.length - recorded.size }, 'outcomes not recorded: their leases had expired and were reclaimed');
+      }
+      try {
+        deps.observeWrite?.(seconds);
+        deps.onWritten?.(batch, recorded);
+      } catch (err) {
+        logger.error({ err }, 'an outcome writer hook failed');
+      }
+    } finally {
+      writing -= batch.length;
+    }
+  }
+
+  /**
+   * The ids recorded and the write's duration, or null when the batch was given up on. The hooks run outside: a
+   * throwing hook is no failed write.
+   */
+  async function writeWithRetries(batch: AttemptOutcome[]): Promise<{ recorded: Set<string>; seconds: number } | null> {
     const delays = backoffDelays(o.backoffMinMs, o.backoffMaxMs);
     for (let tries = 1; ; tries++) {
       try {
         const started = clock.now();
         const recorded = await finish(deps.db, o.owner, batch);
-        deps.observeWrite?.((clock.now() - started) / 1000);
-        if (recorded.size < batch.length) {
-          logger.warn({ lost: batch.length - recorded.size }, 'outcomes not recorded: their leases had expired and were reclaimed');
-        }
-        deps.onWritten?.(batch, recorded);
-        return;
+        return { recorded, seconds: (clock.now() - started) / 1000 };
       } catch (err) {
         if (tries >= o.maxTries) {
           logger.error({ err, runs: batch.map((b) => b.runId) }, 'recording outcomes failed; the reaper will take the runs back');
-          return;
+          return null;
         }
         const backoffMs = delays.next().value;
         logger.error({ err, backoffMs }, 'recording outcomes failed; retrying');
@@ -96,7 +117,7 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
 
   return {
     get pending() {
-      return pending.length;
+      return pending.length + writing;
     },
     push(outcome) {
       pending.push(outcome);

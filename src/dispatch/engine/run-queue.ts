@@ -56,7 +56,7 @@ export interface RunQueue {
   inFlight(): ClaimedRun[];
   /** Destinations with `saturation` or more runs queued for a slot. */
   saturatedDestinations(): string[];
-  /** Marks runs as released: not sent if not yet sent, their outcomes not handed over. */
+  /** Marks the held runs with these ids as released: not sent if not yet sent, their outcomes not handed over. */
   release(runIds: Iterable<string>): void;
   /** Whether the run was released (the attempt checks it once the request is built, before sending). */
   isReleased(runId: string): boolean;
@@ -64,7 +64,8 @@ export interface RunQueue {
   drained(): Promise<void>;
 }
 
-type Entry = { run: ClaimedRun; stage: 'waiting' | 'queued' | 'in-flight'; done: Promise<void> };
+/** A held run; `released` is per claim, so a later claim of the same run (another attempt) starts afresh. */
+type Entry = { run: ClaimedRun; stage: 'waiting' | 'queued' | 'in-flight'; released: boolean; done: Promise<void> };
 
 /** Creates an empty queue. */
 export function createRunQueue(deps: RunQueueDeps): RunQueue {
@@ -72,7 +73,6 @@ export function createRunQueue(deps: RunQueueDeps): RunQueue {
   const limiter = new Limiter(o.concurrency, o.perDestination);
   const untilDue = deps.untilDue ?? untilDueBy(clock);
   const entries = new Map<string, Entry>();
-  const released = new Set<string>();
   const queuedByDestination = new Map<string, number>();
   let slotWaiter: (() => void) | null = null;
 
@@ -103,12 +103,12 @@ export function createRunQueue(deps: RunQueueDeps): RunQueue {
     try {
       // A lease that ran out while the run waited (renewals failed: the database was down) may have been reaped and
       // the run handed to another dispatcher: it is not ours to send any more.
-      outcome = released.has(run.runId) || run.leaseExpiresAtMs <= clock.now() ? null : await deps.attempt(run);
+      outcome = entry.released || run.leaseExpiresAtMs <= clock.now() ? null : await deps.attempt(run);
     } finally {
       limiter.release(destination);
     }
     if (outcome === null) return;
-    if (released.has(run.runId)) deps.onLateOutcome?.(outcome, run);
+    if (entry.released) deps.onLateOutcome?.(outcome, run);
     else deps.onOutcome(outcome, run);
   }
 
@@ -123,7 +123,7 @@ export function createRunQueue(deps: RunQueueDeps): RunQueue {
       return limiter.activeByKey;
     },
     add(claimed) {
-      const entry: Entry = { run: claimed, stage: 'waiting', done: Promise.resolve() };
+      const entry: Entry = { run: claimed, stage: 'waiting', released: false, done: Promise.resolve() };
       entry.done = run(entry).finally(() => {
         // A later claim of the same run (this one's lease expired and was reclaimed) may have replaced this entry.
         if (entries.get(claimed.runId) === entry) entries.delete(claimed.runId);
@@ -133,13 +133,16 @@ export function createRunQueue(deps: RunQueueDeps): RunQueue {
     },
     slotFreed: () => new Promise<void>((r) => (slotWaiter = r)),
     wake,
-    unsent: () => [...entries.values()].filter((e) => e.stage !== 'in-flight' && !released.has(e.run.runId)).map((e) => e.run),
+    unsent: () => [...entries.values()].filter((e) => e.stage !== 'in-flight' && !e.released).map((e) => e.run),
     inFlight: () => [...entries.values()].filter((e) => e.stage === 'in-flight').map((e) => e.run),
     saturatedDestinations: () => [...queuedByDestination].filter(([, n]) => n >= o.saturation).map(([d]) => d),
     release(runIds) {
-      for (const id of runIds) released.add(id);
+      for (const id of runIds) {
+        const entry = entries.get(id);
+        if (entry) entry.released = true;
+      }
     },
-    isReleased: (runId) => released.has(runId),
+    isReleased: (runId) => entries.get(runId)?.released ?? false,
     async drained() {
       while (entries.size > 0) await Promise.all([...entries.values()].map((e) => e.done));
     },

@@ -122,9 +122,8 @@ function dueRuns(shard: number, horizonIso: string, limit: number, skip: string[
  * partial due index (`runs_due_idx`), stopping after `limit`, whatever the table's statistics say. Without it, on a
  * table with no statistics yet (a fresh database, or a burst of new runs before autovacuum's ANALYZE) PostgreSQL
  * estimated a few dozen due rows and chose a bitmap scan of the whole due backlog and a sort: every claim read and
- * sorted the backlog, so a drain was quadratic in its size (in the drain benchmark, ~10 ms per claim of 100 out of
- * 30,000, and a third more database CPU per run). Statements later in the transaction do without sorts as well (hash
- * aggregates and joins instead), which suits their few rows.
+ * sorted the backlog, so a drain was quadratic in its size. Statements later in the transaction do without sorts as
+ * well (hash aggregates and joins instead), which suits their few rows.
  */
 export const CLAIM_PLANNER_SETTING = sql`set local enable_sort = off`;
 
