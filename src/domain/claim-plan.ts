@@ -1,7 +1,7 @@
 /**
  * What happens to a run the moment a dispatcher claims it: deliver it, or end it without a request, and which
  * occurrence of its job comes next. Pure; the store applies the decision in the claim's transaction, so the next
- * occurrence is created exactly once (DESIGN.md invariant 2).
+ * occurrence is created exactly once (docs/design.md invariant 2).
  *
  * Catch-up after downtime: a claimed occurrence is *missed* when the job's following occurrence is already due.
  * - `all`: every missed occurrence runs, one after the other;

@@ -1,6 +1,6 @@
 /**
  * The relevancy window: a run that cannot start before `scheduledFor + relevancyWindowMs` is `expired` and never
- * sent late (DESIGN.md invariant 5). Times are UTC epoch ms; a null window means "no deadline".
+ * sent late (docs/design.md invariant 5). Times are UTC epoch ms; a null window means "no deadline".
  */
 
 /** The last instant (epoch ms) a run may start, or null without a window. */

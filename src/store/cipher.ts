@@ -1,5 +1,5 @@
 /**
- * Secrets at rest (DESIGN.md invariant 7): AES-256-GCM through WebCrypto, so the same code runs on Node and
+ * Secrets at rest (docs/design.md invariant 7): AES-256-GCM through WebCrypto, so the same code runs on Node and
  * Cloudflare Workers. Sealed form: `v1.<base64url iv (12 bytes)>.<base64url ciphertext+tag>`.
  */
 const VERSION = 'v1';

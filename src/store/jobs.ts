@@ -1,6 +1,6 @@
 /**
  * Jobs, scoped by tenant. Creating a job commits the job and its first run in one transaction before the API
- * answers `201` (DESIGN.md invariant 1), and announces the run on `RUNS_CHANNEL` so a sleeping dispatcher wakes.
+ * answers `201` (docs/design.md invariant 1), and announces the run on `RUNS_CHANNEL` so a sleeping dispatcher wakes.
  */
 import { and, desc, eq, lt, sql, type SQL } from 'drizzle-orm';
 import { shardOf } from '../domain/shard.ts';

@@ -1,5 +1,5 @@
 /**
- * Notification endpoints and events (API.md "Notification endpoints"; DESIGN.md invariant 11).
+ * Notification endpoints and events (API.md "Notification endpoints"; docs/design.md invariant 11).
  *
  * An endpoint has a hidden job (`jobs.kind = 'notification'`): each event is inserted as a run of that job
  * (`trigger = 'notification'`, the event's body in `runs.payload`, its id in `runs.event_id`), so deliveries go through

@@ -1,8 +1,7 @@
 /**
- * Retention: finished runs (with their attempts, by the trigger runs_delete_attempts) and expired idempotency keys
- * are deleted in batches, so the tables the dispatcher and the API read stay small (DESIGN.md "Finding due work
- * fast"). Each batch is its own short statement, so pruning never holds locks on many rows at once and never touches
- * waiting or running runs.
+ * Retention: finished runs (with their attempts, in the same statement) and expired idempotency keys are deleted in
+ * batches, bucket by bucket, so the tables the dispatcher and the API read stay small. Each batch is its own short
+ * statement, so pruning never holds locks on many rows at once and never touches waiting or running runs.
  */
 import { sql } from 'drizzle-orm';
 import { SHARD_COUNT } from '../domain/shard.ts';

@@ -3,7 +3,7 @@
  * Migrations under `drizzle/` are generated from this file by `npm run db:generate` and committed.
  *
  * Hot path: runs waiting to fire (`scheduled`, `retrying`) sit in the partial index `runs_due_idx` on
- * `next_attempt_at`, so claiming costs the same whatever the number of jobs or of finished runs (DESIGN.md).
+ * `next_attempt_at`, so claiming costs the same whatever the number of jobs or of finished runs (docs/design.md).
  */
 import { sql, type SQL } from 'drizzle-orm';
 import {

@@ -105,7 +105,7 @@ async function readExcerpt(res: Response, signal: AbortSignal): Promise<string> 
 /**
  * Maps a `fetch` rejection to an attempt error class. `maybeSent` is false only when no byte can have left:
  * a known connect-phase code on `cause` (Node), or workerd's wording for a refused connection. Anything else,
- * timeouts included, may have reached the receiver (DESIGN.md invariant 4: at-most-once never re-sends it).
+ * timeouts included, may have reached the receiver (docs/design.md invariant 4: at-most-once never re-sends it).
  */
 export function classifyFetchError(err: unknown): HttpResult {
   const e = err instanceof Error ? err : new Error(String(err));

@@ -4,7 +4,7 @@
  * - `fetch`: the same Hono app as the Node process (`createApp`), over a database client opened for this request
  *   and closed after it (`ctx.waitUntil`). No DNS on Workers: `resolveHost` is left out, so registration checks the
  *   callback URL on its face only (src/worker/fetch-deliver.ts says why that is enough there).
- * - `scheduled`: one bounded dispatch tick (src/worker/tick.ts), sending callbacks with `fetch`.
+ * - `scheduled`: one bounded dispatch tick (src/dispatch/drivers/workers-tick.ts), sending callbacks with `fetch`.
  * Configuration errors answer `503` problem+json naming the variable (fetch), or throw (scheduled: the Cron
  * Trigger's log shows it).
  */

@@ -2,7 +2,7 @@
  * Per-destination concurrency (src/dispatch/limiter.ts) with the dispatcher in process, the real undici delivery and
  * real receivers on 127.0.0.1, on every database target. A flood of due runs at one slow receiver:
  * - that receiver never has more than `perDestination` callbacks in flight at once;
- * - another receiver (another origin: another port) keeps getting its callbacks on time during the flood, although
+ * - another receiver (another destination: another port) keeps getting its callbacks on time during the flood, although
  *   the flood is larger than the dispatcher's slots (claims leave a saturated destination's runs alone);
  * - runs waiting in the per-destination queue keep their lease (it is renewed while they wait), so none is reaped
  *   and sent twice: every run succeeds on its first attempt, every `webhook-id` arrives once.
@@ -64,7 +64,7 @@ describe.each(DATABASE_TARGETS)('per-destination concurrency on $kind', (target)
       registeredAtMs,
     );
 
-  it('caps callbacks in flight per origin, keeps serving other origins, and no queued run loses its lease', async () => {
+  it('caps callbacks in flight per destination, keeps serving other destinations, and no queued run loses its lease', async () => {
     // All the flood due at one instant a little ahead, the other receiver's runs spread over the flood.
     const registeredAt = Date.now();
     const start = registeredAt + 1_000;
@@ -86,7 +86,7 @@ describe.each(DATABASE_TARGETS)('per-destination concurrency on $kind', (target)
       userAgent: 'chime-test',
       options: {
         perDestination: PER_DESTINATION,
-        // Fewer slots than the flood: the flood must not take them all while the other origin's runs are due.
+        // Fewer slots than the flood: the flood must not take them all while the other destination's runs are due.
         concurrency: 8,
         batchSize: 100,
         leaseMarginMs: LEASE_MARGIN_MS,
@@ -109,7 +109,7 @@ describe.each(DATABASE_TARGETS)('per-destination concurrency on $kind', (target)
       dispatcher = undefined;
     }
 
-    // The slow origin never saw more than its share at once, and was kept busy with it.
+    // The slow destination never saw more than its share at once, and was kept busy with it.
     expect(slow.maxActive).toBeLessThanOrEqual(PER_DESTINATION);
     expect(slow.maxActive).toBe(PER_DESTINATION);
 
@@ -129,7 +129,7 @@ describe.each(DATABASE_TARGETS)('per-destination concurrency on $kind', (target)
     const floodEnd = Math.max(...slow.received.map((h) => h.at));
     expect(floodEnd - floodStart).toBeGreaterThan(TIMEOUT_MS + LEASE_MARGIN_MS);
 
-    // The other origin was served during the flood, each callback soon after it was due rather than after the flood.
+    // The other destination was served during the flood, each callback soon after it was due rather than after the flood.
     expect(other.received).toHaveLength(OTHERS);
     for (const h of other.received) {
       expect(h.at, h.path).toBeLessThan(floodEnd);

@@ -5,7 +5,7 @@
  *    within `horizonMs`), sets the lease (from the due time: callback timeout + margin) and counts the attempt,
  *    returning each run with its job;
  * 2. decides each run's fate (`decideClaim`): deliver, or end it `expired`/`skipped` without a request;
- * 3. creates each advancing job's next occurrence and updates the job (DESIGN.md invariant 2: the next occurrence
+ * 3. creates each advancing job's next occurrence and updates the job (docs/design.md invariant 2: the next occurrence
  *    is created in the same transaction that claims the current one).
  * Any number of dispatchers may call this concurrently: SKIP LOCKED partitions the rows without a leader.
  */

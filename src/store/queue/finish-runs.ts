@@ -78,7 +78,7 @@ type HeldRun = { id: string; job_id: string; tenant_id: string; trigger: string;
 
 /**
  * What the recorded outcomes mean for their jobs, in the finish transaction: the count of failed runs in a row
- * (a success resets it), the pauses (a 410 Gone; `pauseAfterFailures` reached), and the events of it all (DESIGN.md
+ * (a success resets it), the pauses (a 410 Gone; `pauseAfterFailures` reached), and the events of it all (docs/design.md
  * invariant 11: committed with the change). Runs only for jobs whose runs ended or failed; a batch of successes of
  * jobs without failures reads their rows and writes nothing.
  */

@@ -1,7 +1,7 @@
 /**
  * The reaper: returns runs whose lease expired (their dispatcher died or stalled mid-delivery) to the queue.
  * At-least-once runs go back to `retrying`, due now, unless their attempts are spent; at-most-once runs end
- * `failed` because the request may have left (DESIGN.md invariant 4: an ambiguous outcome is never re-sent).
+ * `failed` because the request may have left (docs/design.md invariant 4: an ambiguous outcome is never re-sent).
  */
 import { sql } from 'drizzle-orm';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
