@@ -1,5 +1,5 @@
 /**
- * Crash test (issue #6, DESIGN.md invariants 1–3): runs fall due over ~30 s at a real receiver while dispatcher
+ * Crash test (issue #6, docs/design.md invariants 1–3): runs fall due over ~30 s at a real receiver while dispatcher
  * processes are SIGKILLed at random moments and restarted. Afterwards:
  *   - every run was delivered at least once (lost = 0), and every run is in a final state;
  *   - every duplicate delivery belongs to a run whose lease expired: the earlier attempt is in the run's attempt log

@@ -1,7 +1,7 @@
 /**
  * The dispatcher in process, with the real undici delivery and a real HTTP receiver on 127.0.0.1: a due run is
  * delivered once; two dispatchers sharing one PostgreSQL deliver each of many runs exactly once (SKIP LOCKED
- * leases, DESIGN.md invariants 2 and 3); `stop()` past its grace releases the leases of callbacks still in flight
+ * leases, docs/design.md invariants 2 and 3); `stop()` past its grace releases the leases of callbacks still in flight
  * and nothing is sent for them afterwards (invariant 4 for at-most-once).
  *
  * Every dispatcher a test starts is tracked: `afterEach` stops any left running and fails the test that leaked it.

@@ -1,5 +1,5 @@
 /**
- * DESIGN.md invariants 3 and 4 with real processes, a real crash and a real receiver on 127.0.0.1, on every
+ * docs/design.md invariants 3 and 4 with real processes, a real crash and a real receiver on 127.0.0.1, on every
  * database target. A dispatcher (`chime serve`) is SIGKILLed while two callbacks hang at the receiver; a second one
  * started afterwards must
  * - never re-send the `at-most-once` run: it ends `failed` as an ambiguous outcome, after exactly one request;

@@ -1,5 +1,5 @@
 /**
- * Notifications and automatic pauses (API.md "Notification endpoints", "Tenant operations"; DESIGN.md invariant 11),
+ * Notifications and automatic pauses (API.md "Notification endpoints", "Tenant operations"; docs/design.md invariant 11),
  * with the real process and real receivers on 127.0.0.1, on every database target: a dead letter reaches the
  * tenant's notification endpoint as `run.failed`, signed with the tenant's secret (checked with the
  * `standardwebhooks` package); a 410 pauses the job (`gone`) and says so; `pauseAfterFailures` pauses after that

@@ -1,6 +1,6 @@
 /**
  * Start-up with a bad CHIME_ENCRYPTION_KEY fails at once, clearly, and changes nothing (API.md "Start-up and
- * configuration"; DESIGN.md invariant 7), with the real process on every database target: a valid key other than
+ * configuration"; docs/design.md invariant 7), with the real process on every database target: a valid key other than
  * the one the data was sealed with (PGlite: a replaced key file in CHIME_DATA_DIR, or the variable overriding it;
  * PostgreSQL: the variable), a key that is not base64, one of the wrong length, and none at all with DATABASE_URL.
  */

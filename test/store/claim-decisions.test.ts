@@ -1,5 +1,5 @@
 /**
- * What `decideClaim` decides, as `claimRuns` applies it in the database: the relevancy window (DESIGN.md invariant
+ * What `decideClaim` decides, as `claimRuns` applies it in the database: the relevancy window (docs/design.md invariant
  * 5), catch-up after missed occurrences (`all`, `one`, `none`), and `overlapPolicy: skip`.
  */
 import { describe, expect, it } from 'vitest';

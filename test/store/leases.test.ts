@@ -1,5 +1,5 @@
 /**
- * DESIGN.md invariants 3 and 4 at the store level: a claim is a lease; only its holder's outcome is recorded
+ * docs/design.md invariants 3 and 4 at the store level: a claim is a lease; only its holder's outcome is recorded
  * (`finishRuns`), the reaper returns expired leases to the queue (at-least-once) or ends them `failed`
  * (at-most-once: an ambiguous outcome is never re-sent; spent attempts), and `releaseLeases` does the same for the
  * runs a stopping dispatcher gives back.

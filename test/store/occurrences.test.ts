@@ -1,5 +1,5 @@
 /**
- * DESIGN.md invariants 1 and 2 at the store level: a created job and its first run commit together; an occurrence
+ * docs/design.md invariants 1 and 2 at the store level: a created job and its first run commit together; an occurrence
  * `(jobId, scheduledFor)` exists at most once; claiming a recurring job's run creates exactly its next occurrence in
  * the claim's own transaction; concurrent claims never hand out the same run.
  */

@@ -16,7 +16,7 @@ type Metafile = {
   outputs: Record<string, { bytes: number; entryPoint?: string; exports: string[] }>;
 };
 
-/** Packages that must never be in the Worker: Node-only, or the Node side's choices (DESIGN.md "Layout"). */
+/** Packages that must never be in the Worker: Node-only, or the Node side's choices (docs/design.md "Layers"). */
 const FORBIDDEN_PACKAGES = ['undici', '@electric-sql/pglite', 'pino', '@hono/node-server', 'prom-client', 'tsx'];
 /** Our Node-only modules (drivers, process wiring, undici delivery, DNS guard, the Node dispatcher loop). */
 const FORBIDDEN_SOURCES = [

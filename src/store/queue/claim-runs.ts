@@ -122,10 +122,12 @@ function dueRuns(shard: number, horizonIso: string, limit: number, skip: string[
  * partial due index (`runs_due_idx`), stopping after `limit`, whatever the table's statistics say. Without it, on a
  * table with no statistics yet (a fresh database, or a burst of new runs before autovacuum's ANALYZE) PostgreSQL
  * estimated a few dozen due rows and chose a bitmap scan of the whole due backlog and a sort: every claim read and
- * sorted the backlog, so a drain was quadratic in its size. Statements later in the transaction do without sorts as
- * well (hash aggregates and joins instead), which suits their few rows.
+ * sorted the backlog, so a drain was quadratic in its size. Every statement of the claim joins its few rows to rows
+ * of one bucket by primary key, so hash and merge joins and bitmap scans are priced out too: short of statistics, the
+ * planner took the bucket's condition for selective and read every job of the bucket into a hash for a claim's hundred.
  */
-export const CLAIM_PLANNER_SETTING = sql`set local enable_sort = off`;
+export const CLAIM_PLANNER_SETTING = sql`select set_config('enable_sort', 'off', true), set_config('enable_hashjoin', 'off', true),
+  set_config('enable_mergejoin', 'off', true), set_config('enable_bitmapscan', 'off', true)`;
 
 /**
  * The claim statement (step 1 above) at `nowMs`: locks and leases up to `o.limit` due runs and returns them with their

@@ -45,8 +45,12 @@ export type AttemptOutcome = {
  * primary key seeks each id.
  */
 export const FINISH_PLANNER_SETTING = sql`select set_config('enable_nestloop', 'off', true), set_config('enable_bitmapscan', 'off', true)`;
-/** Back to the session's planner settings, for the statements of a finish that come after `finishStatement`. */
-const FINISH_PLANNER_RESET = sql`select set_config(name, reset_val, true) from pg_settings where name in ('enable_nestloop', 'enable_bitmapscan')`;
+/**
+ * For the statements of a finish after `finishStatement` (jobs and their runs, by id within one bucket): nested loops
+ * over the primary key only, as in the claim (CLAIM_PLANNER_SETTING), for the same reason.
+ */
+const FINISH_FOLLOW_UP_SETTING = sql`select set_config('enable_nestloop', 'on', true), set_config('enable_hashjoin', 'off', true),
+  set_config('enable_mergejoin', 'off', true)`;
 
 /**
  * Applies a batch of outcomes for lease owner `owner`, in one transaction per bucket: the runs and the attempt log in one
@@ -65,8 +69,9 @@ async function finishBucket(db: Db, owner: string, shard: number, outcomes: Atte
     // Notification deliveries (runs of hidden jobs) neither count failures nor cause events of their own.
     const own = held.filter((h) => h.trigger !== RUN_TRIGGER.notification);
     if (own.length > 0) {
-      // The setting is for finishStatement only: with it, the job updates below hash-join a scan of every job.
-      await tx.execute(FINISH_PLANNER_RESET);
+      // The first setting is for finishStatement only: with it, the job updates below would hash-join a scan of the
+      // bucket's jobs.
+      await tx.execute(FINISH_FOLLOW_UP_SETTING);
       await afterFinish(tx, shard, own, outcomes, Math.max(...outcomes.map((o) => o.finishedAtMs)));
     }
     return new Set(held.map((h) => h.id));
