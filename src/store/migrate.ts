@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
+import { distributeOnCitus } from './citus.ts';
 
 /** The folder of committed migrations. */
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
@@ -13,7 +14,8 @@ export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.m
 const MIGRATION_LOCK = 0x6368696d65;
 
 /**
- * Migrates the PostgreSQL at `url` on a dedicated connection holding the migration lock.
+ * Migrates the PostgreSQL at `url` on a dedicated connection holding the migration lock; on a Citus coordinator,
+ * then distributes the tables by the shard key (citus.ts).
  * @throws the driver's error when the server is unreachable or a migration fails (nothing half-applied: each
  *   run of pending migrations is one transaction)
  */
@@ -22,6 +24,7 @@ export async function migratePostgresUrl(url: string): Promise<void> {
   try {
     await client`select pg_advisory_lock(${MIGRATION_LOCK})`;
     await migratePostgres(drizzlePostgres(client), { migrationsFolder: MIGRATIONS_FOLDER });
+    await distributeOnCitus(client);
     await client`select pg_advisory_unlock(${MIGRATION_LOCK})`;
   } finally {
     await client.end({ timeout: 5 });

@@ -141,9 +141,10 @@ export function claimStatement(o: ClaimOptions & { shard: number }) {
   return sql`with due as materialized (${dueRuns(o.shard, horizon, o.limit, o.skipDestinations ?? [])})
           update runs r
           set status = 'running', lease_owner = ${o.owner},
-              -- A run claimed ahead of its time (horizon) is held from its due time on.
-              lease_expires_at = greatest(${now}::timestamptz, due.next_attempt_at)
-                + (coalesce((j.callback->>'timeoutMs')::int, 10000) + ${o.leaseMarginMs}::int) * interval '1 millisecond',
+              -- A run claimed ahead of its time (horizon) is held from its due time on. The sum is taken in UTC
+              -- (timestamp + interval, immutable): Citus refuses timestamptz + interval (stable) over columns in an UPDATE.
+              lease_expires_at = ((greatest(${now}::timestamptz, due.next_attempt_at) at time zone 'UTC')
+                + (coalesce((j.callback->>'timeoutMs')::int, 10000) + ${o.leaseMarginMs}::int) * interval '1 millisecond') at time zone 'UTC',
               attempts = r.attempts + 1, next_attempt_at = null,
               started_at = coalesce(r.started_at, greatest(${now}::timestamptz, due.next_attempt_at))
           from due, jobs j

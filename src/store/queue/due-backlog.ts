@@ -5,9 +5,9 @@
  * probes whatever the backlog or the number of future runs.
  */
 import { sql } from 'drizzle-orm';
-import { SHARD_COUNT } from '../../domain/shard.ts';
 import type { BucketDue } from '../../domain/fair-share.ts';
 import { query, type Db } from '../db.ts';
+import { bucketsToProbe } from '../citus.ts';
 
 
 const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
@@ -22,7 +22,7 @@ export async function dueBuckets(db: Db): Promise<BucketDue[]> {
     sql`select b.shard, (select next_attempt_at from runs
                          where shard = b.shard and status in ('scheduled', 'retrying')
                          order by next_attempt_at limit 1) as due
-        from generate_series(0, ${SHARD_COUNT - 1}::int) as b(shard)`,
+        from ${await bucketsToProbe(db)}`,
   );
   return rows.filter((r) => r.due !== null).map((r) => ({ shard: Number(r.shard), dueAtMs: ms(r.due!) }));
 }
@@ -40,7 +40,7 @@ export async function nextDueAt(db: Db): Promise<number | null> {
 export async function countDueRuns(db: Db, nowMs: number, cap = 1_000_000): Promise<number> {
   const [row] = await query<{ n: number | string | null }>(
     db,
-    sql`select sum(d.n) as n from generate_series(0, ${SHARD_COUNT - 1}::int) as b(shard),
+    sql`select sum(d.n) as n from ${await bucketsToProbe(db)},
           lateral (select count(*) as n from (select 1 from runs
             where shard = b.shard and status in ('scheduled', 'retrying')
               and next_attempt_at <= ${new Date(nowMs).toISOString()}::timestamptz

@@ -174,7 +174,8 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
         on conflict (shard, run_id, attempt) do update
           set started_at = excluded.started_at, finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
               response_status = excluded.response_status, response_body_excerpt = excluded.response_body_excerpt,
-              error = attempts.error || '; then: ' || coalesce(excluded.error, 'status ' || excluded.response_status)
+              -- response_status as text first: text || smallint is stable, which Citus refuses in DO UPDATE SET.
+              error = attempts.error || '; then: ' || coalesce(excluded.error, 'status ' || excluded.response_status::text)
           where attempts.error_class = ${ERROR_CLASS.leaseLost} and attempts.finished_at = attempts.started_at)
       select id, job_id, tenant_id, trigger, status from held`;
 }

@@ -6,7 +6,7 @@
 import { sql } from 'drizzle-orm';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
 import { query, type Db, type Executor } from '../db.ts';
-import { SHARD_COUNT } from '../../domain/shard.ts';
+import { bucketsToProbe } from '../citus.ts';
 import { eachBucket } from './by-bucket.ts';
 import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
 import { recordEvents } from '../notifications.ts';
@@ -49,7 +49,7 @@ export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATC
   const now = new Date(nowMs).toISOString();
   const buckets = await query<{ shard: number }>(
     db,
-    sql`select b.shard from generate_series(0, ${SHARD_COUNT - 1}::int) as b(shard)
+    sql`select b.shard from ${await bucketsToProbe(db)}
         where exists (select 1 from runs where shard = b.shard and lease_expires_at < ${now}::timestamptz)`,
   );
   let reaped = 0;
