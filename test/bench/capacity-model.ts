@@ -159,7 +159,8 @@ function main(): void {
     p[k] = raw === undefined ? o.d : Number(raw);
     if (raw !== undefined && !(Number.isFinite(p[k]) && p[k] >= 0)) {
       console.error(`--${k} must be a number ≥ 0, got ${raw} (--help lists the flags)`);
-      process.exit(2);
+      process.exitCode = 2;
+      return;
     }
   }
   const rows = scenarios(p);

@@ -10,6 +10,7 @@
  * public tables; and migrating again is a no-op.
  */
 import { randomBytes, randomUUID, createHash } from 'node:crypto';
+import { DISTRIBUTED_TABLES } from '../../src/store/citus.ts';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,17 +32,8 @@ const BEFORE_SHARD_IDX = 12;
 const BEFORE_SHARD_TAG = '0012_open_jobs_index_callback';
 const SHARD_TAG = '0013_tenant_shard';
 
-/** The tables whose rows a tenant owns: each gets `shard`. */
-const TENANT_TABLES = [
-  'tenants',
-  'api_keys',
-  'signing_secrets',
-  'jobs',
-  'runs',
-  'attempts',
-  'idempotency_keys',
-  'notification_endpoints',
-] as const;
+/** The tables whose rows a tenant owns, each with `shard` (the list Citus distributes). */
+const TENANT_TABLES = DISTRIBUTED_TABLES;
 /** Every table of the schema: the tenant-owned ones and the service's own JWT keys. */
 const ALL_TABLES = [...TENANT_TABLES, 'jwt_keys'] as const;
 
