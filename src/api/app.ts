@@ -18,7 +18,7 @@ import { rateLimit, TokenBuckets } from './rate-limit.ts';
 import { batchRoutes } from './routes/batch.ts';
 import { bulkRoutes } from './routes/bulk.ts';
 import { compatRoutes } from './routes/compat.ts';
-import { errorCodes } from './routes/common.ts';
+import { errorChain, errorCodes } from './routes/common.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { jobLifecycleRoutes } from './routes/job-lifecycle.ts';
 import { notificationRoutes } from './routes/notifications.ts';
@@ -140,7 +140,11 @@ function toApiError(err: unknown, deps: AppDeps): ApiError {
 
 /** Connection-level failures of either driver (the server is down or restarting). */
 function isDatabaseUnavailable(err: unknown): boolean {
-  return errorCodes(err).some((code) => /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|CONNECTION_|57P0[123]|08\d\d\d)/.test(code));
+  return (
+    errorCodes(err).some((code) => /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|CONNECTION_|57P0[123]|08\d\d\d)/.test(code)) ||
+    // A Citus coordinator that cannot reach the worker holding the rows answers XX000 with one of these messages.
+    errorChain(err).some((e) => /connection to the remote node .* failed|failure on connection marked as essential/.test(String(e.message)))
+  );
 }
 
 export type { AppDeps, Context };

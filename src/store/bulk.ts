@@ -69,7 +69,7 @@ function replayableCondition(tenantId: string, filter: DeadLetterFilter): SQL {
     filter.jobId ? eq(runs.jobId, filter.jobId) : undefined,
     filter.since ? gte(runs.scheduledFor, filter.since) : undefined,
     filter.until ? lt(runs.scheduledFor, filter.until) : undefined,
-    sql`exists (select 1 from ${jobs} where ${jobs.tenantId} = ${tenantId} and ${jobs.id} = ${runs.jobId} and ${jobs.status} <> ${JOB_STATUS.canceled})`,
+    sql`exists (select 1 from ${jobs} where ${ofTenant(jobs, tenantId)} and ${jobs.id} = ${runs.jobId} and ${jobs.status} <> ${JOB_STATUS.canceled})`,
   )!;
 }
 

@@ -103,3 +103,31 @@ export async function bucketsToProbe(db: Db): Promise<SQL> {
     ? drizzleSql`(select shard from tenants group by shard) as b(shard)`
     : drizzleSql`generate_series(0, ${SHARD_COUNT - 1}::int) as b(shard)`;
 }
+
+/**
+ * Runs a read across buckets: `statement` over the FROM item `b(shard)` of `bucketsToProbe`. On Citus, when that
+ * fails (a worker is down: the read needs every one), it runs again for each bucket alone, which Citus routes to the
+ * one worker holding it, and leaves out the buckets that fail: a worker that is down holds up only its own tenants.
+ * @returns the rows of every bucket that answered
+ * @throws the error of the read across buckets on PostgreSQL and PGlite (one server: nothing to isolate), and on
+ *   Citus when no bucket answers
+ */
+export async function acrossBuckets<T>(db: Db, statement: (buckets: SQL) => SQL): Promise<T[]> {
+  try {
+    return await query<T>(db, statement(await bucketsToProbe(db)));
+  } catch (err) {
+    if (!(await isCitus(db).catch(() => false))) throw err;
+    const rows: T[] = [];
+    let answered = 0;
+    for (let shard = 0; shard < SHARD_COUNT; shard++) {
+      try {
+        rows.push(...(await query<T>(db, statement(drizzleSql`(values (${shard}::smallint)) as b(shard)`))));
+        answered++;
+      } catch {
+        // This bucket's worker is down; the others go on.
+      }
+    }
+    if (answered === 0) throw err;
+    return rows;
+  }
+}

@@ -4,6 +4,8 @@
  * for a hash that costs less than the hop).
  * - API key: `chk_` + 12-character lookup prefix + 43-character base64url secret (32 random bytes).
  *   Only the SHA-256 of the whole key is stored; the prefix finds the row, the hash is compared in constant time.
+ *   The prefix's first character is the tenant's bucket (src/domain/shard.ts) in the base64url alphabet, so that
+ *   authentication reads one bucket (on Citus, one shard: a worker that is down fails only its own tenants' keys).
  * - Signing secret: `whsec_` + base64 of 32 random bytes (Standard Webhooks "Symmetric" secret format).
  */
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -15,9 +17,17 @@ export const API_KEY_PREFIX = 'chk_';
 export const API_KEY_LOOKUP_LENGTH = API_KEY_PREFIX.length + 12;
 export const SIGNING_SECRET_PREFIX = 'whsec_';
 
-/** A fresh API key and what is stored of it. */
-export async function generateApiKey(): Promise<{ key: string; prefix: string; hash: string }> {
-  const lookup = toBase64Url(crypto.getRandomValues(new Uint8Array(9)));
+/**
+ * A fresh API key of a tenant in bucket `shard`, and what is stored of it. The lookup is 9 random bytes but for the
+ * first 6 bits, which are `shard`: base64url (RFC 4648 section 5) writes them as the lookup's first character.
+ * @param shard the tenant's bucket, 0..63 (shardOf)
+ * @throws RangeError when `shard` is not an integer in 0..63
+ */
+export async function generateApiKey(shard: number): Promise<{ key: string; prefix: string; hash: string }> {
+  if (!Number.isInteger(shard) || shard < 0 || shard > 63) throw new RangeError(`shard ${shard} is not in 0..63`);
+  const bytes = crypto.getRandomValues(new Uint8Array(9));
+  bytes[0] = (shard << 2) | (bytes[0]! & 0b11);
+  const lookup = toBase64Url(bytes);
   const secret = toBase64Url(crypto.getRandomValues(new Uint8Array(32)));
   const key = `${API_KEY_PREFIX}${lookup}${secret}`;
   return { key, prefix: key.slice(0, API_KEY_LOOKUP_LENGTH), hash: sha256Hex(key) };
@@ -28,6 +38,18 @@ export function apiKeyPrefix(key: string): string | null {
   return key.startsWith(API_KEY_PREFIX) && key.length > API_KEY_LOOKUP_LENGTH && key.length <= 128
     ? key.slice(0, API_KEY_LOOKUP_LENGTH)
     : null;
+}
+
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/**
+ * The bucket a presented key names (its lookup's first character, see `generateApiKey`), or null when it is not
+ * shaped like one of ours. A key made before keys carried their bucket names a random one: look it up without.
+ */
+export function apiKeyShard(key: string): number | null {
+  if (apiKeyPrefix(key) === null) return null;
+  const i = BASE64URL.indexOf(key[API_KEY_PREFIX.length]!);
+  return i < 0 ? null : i;
 }
 
 /** A fresh Standard Webhooks signing secret (`whsec_<base64>`). */

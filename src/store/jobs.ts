@@ -90,7 +90,8 @@ export async function assertActiveJobsRoom(
  * @param spec a validated spec whose schedule is normalized and fires at least once after `registeredAtMs`
  * @param registeredAtMs the time (epoch ms) the spec was validated and normalized against: the first occurrence is
  *   the first at or after it, so a `delay: 0` or a `once` a few ms ahead is not lost to the time validation took
- * @throws the driver's unique-violation error (code 23505) when `spec.key` is taken in this tenant
+ * @throws the driver's unique-violation error (code 23505; on Citus XX000 with the same message: isUniqueViolation)
+ *   when `spec.key` is taken in this tenant
  * @throws QuotaExceededError when `opts.maxActiveJobs` is reached
  */
 export async function createJob(ctx: StoreContext, tenantId: string, spec: JobSpec, registeredAtMs: number, opts: CreateJobOptions = {}): Promise<JobRow> {
@@ -177,6 +178,7 @@ export async function insertJobs(
  * The registration hot path's one statement: the jobs, their first runs and, when `notify` (the payload) is set,
  * the NOTIFY of the soonest, with each array passed as a single jsonb parameter (no per-row bind parameters, no
  * query building per row), atomic without a transaction.
+ * @throws Error when a run is of a job not in `jobRows` (a bug: nothing is written)
  */
 async function insertJobsAndRuns(
   db: Executor,
@@ -207,6 +209,11 @@ async function insertJobsAndRuns(
       next_run_at: j.nextRunAt?.toISOString() ?? null,
     })),
   );
+  // Only runs of the jobs this statement makes: the check a foreign key would make (runs have none, schema.ts), made
+  // here rather than in SQL, where a join of the two inserts would make Citus send the first's rows to every worker.
+  const made = new Set(jobRows.map((j) => j.id));
+  const stray = runRows.find((r) => !made.has(r.job_id));
+  if (stray) throw new Error(`run ${stray.id} is of job ${stray.job_id}, which this insert does not make`);
   await db.execute(sql`with new_jobs as (
       insert into jobs (shard, id, tenant_id, key, name, status, schedule, callback, auth_token_enc, payload, retry,
                         relevancy_window_ms, delivery_mode, overlap_policy, catch_up, jitter_ms, metadata,
@@ -216,17 +223,13 @@ async function insertJobsAndRuns(
              v.pause_after_failures, v.next_run_at, ${nowIso}::timestamptz, ${nowIso}::timestamptz
       from jsonb_to_recordset(${jobsJson}::jsonb) as v(id uuid, key text, name text, status text, schedule jsonb,
              callback jsonb, auth_token_enc text, payload jsonb, retry jsonb, relevancy_window_ms int, delivery_mode text,
-             overlap_policy text, catch_up text, jitter_ms int, metadata jsonb, pause_after_failures int, next_run_at timestamptz)
-      returning id),
+             overlap_policy text, catch_up text, jitter_ms int, metadata jsonb, pause_after_failures int, next_run_at timestamptz)),
     new_runs as (
       insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
       select ${shardOf(tenantId)}::smallint, v.id, ${tenantId}::uuid, v.job_id, v.scheduled_for, ${RUN_TRIGGER.schedule}, ${RUN_STATUS.scheduled},
              v.next_attempt_at, ${nowIso}::timestamptz
       from jsonb_to_recordset(${JSON.stringify(runRows)}::jsonb)
-           as v(id uuid, job_id uuid, scheduled_for timestamptz, next_attempt_at timestamptz)
-      -- Only runs of the jobs this statement makes: the check a foreign key would make per row (runs have none,
-      -- see schema.ts), as one hash join.
-      where exists (select 1 from new_jobs where new_jobs.id = v.job_id))
+           as v(id uuid, job_id uuid, scheduled_for timestamptz, next_attempt_at timestamptz))
     select case when ${notify}::text is not null then pg_notify(${RUNS_CHANNEL}, ${notify}::text) end`);
 }
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { apiClient, startTestApp, TEST_APP_URL, tenantSnapshot, type TestApp } from '../support/app.ts';
 import type { ApiResponse, TestTenant } from '../support/api.ts';
-import { DATABASE_TARGETS } from '../support/databases.ts';
+import { DATABASE_TARGETS, WITH_CITUS } from '../support/databases.ts';
 import { T0 } from '../support/store.ts';
 
 /** Routes without tenant data: operations, documentation, the console's static pages, and tenant creation (admin token). */
@@ -200,7 +200,7 @@ const CASES: Record<string, Case> = {
   'PATCH /jobs/:jobId': async (b, a) => expectNotFound(await b.api.request('PATCH', `/jobs/${a.jobId}`, { paused: true }), 'compat patch'),
 };
 
-describe.each(DATABASE_TARGETS)('cross-tenant isolation ($kind)', (target) => {
+describe.each(WITH_CITUS)('cross-tenant isolation ($kind)', (target) => {
   let app: TestApp;
   let a: A;
   let b: TestTenant;

@@ -5,7 +5,7 @@
  * first callback arrives. Off Linux, or for a process that has exited, the functions return null.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 let ticks: number | null = null;
 
@@ -66,4 +66,31 @@ export function cpuDelta(before: Record<number, number>, after: Record<number, n
   let total = 0;
   for (const [pid, s] of Object.entries(after)) total += s - (before[Number(pid)] ?? 0);
   return total;
+}
+
+/**
+ * CPU seconds a whole PostgreSQL server has used so far: its postmaster's own time, the time of the children it has
+ * reaped (`cutime` + `cstime`, fields 16 and 17 of proc(5): exited backends), and the time of its live children
+ * (backends, background workers). Unlike a sample of backend pids, nothing is lost when a connection closes.
+ * @returns null when the postmaster cannot be read
+ */
+export function serverCpuSeconds(postmasterPid: number): number | null {
+  const fieldsOf = (pid: number): string[] | null => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    } catch {
+      return null;
+    }
+  };
+  const own = fieldsOf(postmasterPid);
+  if (!own) return null;
+  // fields[0] is field 3 (state), so field k is fields[k - 3]: ppid 4, utime 14, stime 15, cutime 16, cstime 17.
+  let ticksUsed = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const f = fieldsOf(Number(entry));
+    if (f && Number(f[1]) === postmasterPid) ticksUsed += Number(f[11]) + Number(f[12]);
+  }
+  return ticksUsed / clockTicksPerSecond();
 }

@@ -14,7 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openEmbedded } from '../../src/store/embedded.ts';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
 import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { freshDatabase, WITH_CITUS, type FreshDatabase } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
 import { startReceiver, type Received, type Receiver } from '../support/receiver.ts';
 
@@ -39,8 +39,8 @@ const FIRST_DUE_MS = 6_000;
 const TIMEOUT_MS = 2_000;
 const CHAOS_ENV = { CHIME_LEASE_MARGIN_MS: '1000', CHIME_REAP_INTERVAL_MS: '500', CHIME_SHUTDOWN_GRACE_MS: '2000' };
 
-describe.each(DATABASE_TARGETS)('crash test on $kind', (target) => {
-  const shared = target.kind === 'postgres';
+describe.each(WITH_CITUS)('crash test on $kind', (target) => {
+  const shared = target.kind !== 'pglite';
   const RUNS = shared ? 3000 : 600;
   const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 1_000_000);
   const random = prng(seed);

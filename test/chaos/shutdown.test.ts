@@ -17,7 +17,7 @@ type RunState = { id: string; status: string; error_class: string | null };
 
 /** Each run's status and its latest attempt's error class, read once the process has exited. */
 async function runStates(db: FreshDatabase): Promise<RunState[]> {
-  const q = `select r.id, r.status, (select a.error_class from attempts a where a.run_id = r.id order by a.attempt desc limit 1) as error_class
+  const q = `select r.id, r.status, (select a.error_class from attempts a where a.shard = r.shard and a.run_id = r.id order by a.attempt desc limit 1) as error_class
              from runs r`;
   if (db.url) {
     const sql = postgres(db.url, { max: 1, onnotice: () => {} });

@@ -322,7 +322,8 @@ describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
     }
   });
 
-  it('runs falling due steadily are claimed in batches ahead of time, and each fires at its time, not before', async () => {
+  // Its fire-time bounds are for one server; test/citus holds Citus to its own.
+  it.runIf(target.kind !== 'citus')('runs falling due steadily are claimed in batches ahead of time, and each fires at its time, not before', async () => {
     const counted = countingCalls(store.database);
     // 300 runs, one every 2 ms (500 a second, faster than a claim's round trip) from 4 s on.
     const start = Date.now() + 4_000;

@@ -64,7 +64,8 @@ describe.each(DATABASE_TARGETS)('per-destination concurrency on $kind', (target)
       registeredAtMs,
     );
 
-  it('caps callbacks in flight per destination, keeps serving other destinations, and no queued run loses its lease', async () => {
+  // Its latency bounds are for one server; test/citus holds Citus to its own.
+  it.runIf(target.kind !== 'citus')('caps callbacks in flight per destination, keeps serving other destinations, and no queued run loses its lease', async () => {
     // All the flood due at one instant a little ahead, the other receiver's runs spread over the flood.
     const registeredAt = Date.now();
     const start = registeredAt + 1_000;

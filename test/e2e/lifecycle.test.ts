@@ -5,13 +5,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
 import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { freshDatabase, WITH_CITUS, type FreshDatabase } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 
 type Run = { runId: string; status: string; scheduledFor: string; trigger: string };
 
-describe.each(DATABASE_TARGETS)('job lifecycle on $kind', (target) => {
+describe.each(WITH_CITUS)('job lifecycle on $kind', (target) => {
   let db: FreshDatabase;
   let chime: ChimeProcess;
   let receiver: Receiver;
@@ -97,7 +97,7 @@ describe.each(DATABASE_TARGETS)('job lifecycle on $kind', (target) => {
   });
 });
 
-describe.each(DATABASE_TARGETS)('catch-up after downtime on $kind', (target) => {
+describe.each(WITH_CITUS)('catch-up after downtime on $kind', (target) => {
   it('creates the runs each catchUp policy asks for', async () => {
     const db = await freshDatabase(target);
     const receiver = await startReceiver();

@@ -15,7 +15,7 @@ import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/
 import { eventually } from '../support/eventually.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 
-const FLOOD = { pglite: 4_000, postgres: 8_000 } as const;
+const FLOOD = { pglite: 4_000, postgres: 8_000, citus: 8_000 } as const;
 const DESTINATIONS = 16;
 const QUIET_RUNS = 40;
 const BATCH = 1_000;

@@ -73,7 +73,7 @@ describe.each(DATABASE_TARGETS)('operations of a real process on $kind', (target
   it('makes a first tenant on the first start of an empty embedded database, once; none with DATABASE_URL', async () => {
     const fresh = await freshDatabase(target);
     try {
-      if (target.kind === 'postgres') {
+      if (target.kind !== 'pglite') {
         await withChime(fresh.env, ['serve'], async (c) => {
           expect(c.output()).not.toMatch(/First start/);
           const sql = postgres(fresh.url!, { max: 1, onnotice: () => {} });

@@ -8,11 +8,11 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
 import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { freshDatabase, WITH_CITUS, type FreshDatabase } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 
-describe.each(DATABASE_TARGETS)('walking skeleton on $kind', (target) => {
+describe.each(WITH_CITUS)('walking skeleton on $kind', (target) => {
   let db: FreshDatabase;
   let chime: ChimeProcess;
   let receiver: Receiver;

@@ -36,7 +36,7 @@ describe.each(DATABASE_TARGETS)('deleting tenants and jobs on $kind', (target) =
       store.database.db,
       sql`select (select count(*)::int from jobs where tenant_id = ${tenant}) as jobs,
                  (select count(*)::int from runs where tenant_id = ${tenant}) as runs,
-                 (select count(*)::int from attempts a join runs r on r.id = a.run_id where r.tenant_id = ${tenant}) as attempts`,
+                 (select count(*)::int from attempts a join runs r on r.shard = a.shard and r.id = a.run_id where r.tenant_id = ${tenant}) as attempts`,
     );
     return row!;
   };
@@ -68,7 +68,7 @@ describe.each(DATABASE_TARGETS)('deleting tenants and jobs on $kind', (target) =
     expect(await listNotificationEndpoints(store.ctx, tenantId)).toHaveLength(1);
     const [orphanAttempts] = await query<{ n: number }>(
       store.database.db,
-      sql`select count(*)::int as n from attempts a where not exists (select 1 from runs r where r.id = a.run_id)`,
+      sql`select count(*)::int as n from attempts a where not exists (select 1 from runs r where r.shard = a.shard and r.id = a.run_id)`,
     );
     expect(orphanAttempts!.n).toBe(0);
     expect((await counts(tenantId)).jobs).toBeGreaterThanOrEqual(1);

@@ -495,7 +495,8 @@ const catalog = (conn: Conn) =>
 const appliedMigrations = async (conn: Conn) =>
   Number((await conn.rows<{ n: number }>(`select count(*)::int as n from drizzle.__drizzle_migrations`))[0]!.n);
 
-describe.each(DATABASE_TARGETS)('migration 0013 (tenant shard key) on a filled 0012 database, on $kind', (target) => {
+// Chime runs on Citus from 0013 on: a 0012 database has the foreign keys and triggers Citus refuses.
+describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('migration 0013 (tenant shard key) on a filled 0012 database, on $kind', (target) => {
   let fresh: FreshDatabase;
   let conn: Conn;
   let folder: string;

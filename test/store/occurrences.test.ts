@@ -73,17 +73,20 @@ describe.each(DATABASE_TARGETS)('jobs and occurrences on $kind', (target) => {
     }
   });
 
-  it('createJob is one transaction: when the first run cannot be inserted, no job is left behind', async () => {
-    await store.database.db.execute(sql`create or replace function test_refuse_run() returns trigger language plpgsql as $$
+  // The failure is made with a trigger, which Citus refuses on a distributed table.
+  it.runIf(target.kind !== 'citus')('createJob is one transaction: when the first run cannot be inserted, no job is left behind', async () => {
+    // The refused run is told by its time: the job and run inserts are one statement, whose parts see no other's rows.
+    const refusedAt = new Date(T0 + 4_242_000).toISOString();
+    await store.database.db.execute(sql.raw(`create or replace function test_refuse_run() returns trigger language plpgsql as $$
       begin
-        if exists (select 1 from jobs where id = new.job_id and name = 'explode') then
+        if new.scheduled_for = '${refusedAt}'::timestamptz then
           raise exception 'test: run refused';
         end if;
         return new;
-      end $$`);
+      end $$`));
     await store.database.db.execute(sql`create trigger test_refuse_run before insert on runs for each row execute function test_refuse_run()`);
     try {
-      await expect(createJob(store.ctx, tenantId, testJobSpec(T0, { name: 'explode' }), T0)).rejects.toThrow();
+      await expect(createJob(store.ctx, tenantId, testJobSpec(T0, { name: 'explode', schedule: { type: 'once', at: refusedAt } }), T0)).rejects.toThrow();
       const left = await query<{ n: number }>(store.database.db, sql`select count(*)::int as n from jobs where name = 'explode'`);
       expect(left[0]!.n).toBe(0);
       // The trigger lets other jobs through: the refusal above was the run insert, not the job insert.
@@ -166,7 +169,8 @@ describe.each(DATABASE_TARGETS)('jobs and occurrences on $kind', (target) => {
     ]);
   });
 
-  it('the next occurrence is created in the claim transaction: if it cannot be inserted, the claim is undone', async () => {
+  // The failure is made with a trigger, which Citus refuses on a distributed table.
+  it.runIf(target.kind !== 'citus')('the next occurrence is created in the claim transaction: if it cannot be inserted, the claim is undone', async () => {
     const job = await createJob(store.ctx, tenantId, testJobSpec(T0, { schedule: { type: 'interval', everyMs: MINUTE } }), T0);
     const next = new Date(T0 + MINUTE).toISOString();
     await store.database.db.execute(sql.raw(`create or replace function test_refuse_next() returns trigger language plpgsql as $$

@@ -127,7 +127,8 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
     expect(work).toBeLessThanOrEqual(2 * due + 2 * LIMIT);
   });
 
-  it(`a finish of ${BATCH} outcomes joins each to its run once, not to each of the ${BACKLOG} running runs`, async () => {
+  // EXPLAIN ANALYZE of the finish's inserts is refused by Citus (INSERT ... SELECT via the coordinator).
+  it.runIf(target.kind !== 'citus')(`a finish of ${BATCH} outcomes joins each to its run once, not to each of the ${BACKLOG} running runs`, async () => {
     await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
     // Every run claimed by D (a dispatcher with a deep per-destination queue), as a claim leaves them.
     await store.database.db.execute(sql`update runs set status = 'running', lease_owner = 'D', attempts = 1, next_attempt_at = null,

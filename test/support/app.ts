@@ -146,7 +146,7 @@ export async function tenantSnapshot(database: Database, tenantId: string): Prom
       'secrets', (select json_agg(x order by id) from signing_secrets x where tenant_id = ${tenantId}),
       'jobs', (select json_agg(x order by id) from jobs x where tenant_id = ${tenantId}),
       'runs', (select json_agg(x order by id) from runs x where tenant_id = ${tenantId}),
-      'attempts', (select json_agg(a order by a.run_id, a.attempt) from attempts a join runs r on r.id = a.run_id where r.tenant_id = ${tenantId}),
+      'attempts', (select json_agg(a order by a.run_id, a.attempt) from attempts a join runs r on r.shard = a.shard and r.id = a.run_id where r.tenant_id = ${tenantId}),
       'idempotency', (select json_agg(x order by key) from idempotency_keys x where tenant_id = ${tenantId}),
       'notificationEndpoints', (select json_agg(x order by id) from notification_endpoints x where tenant_id = ${tenantId})
     ) as s`,

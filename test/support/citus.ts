@@ -5,6 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -15,15 +16,40 @@ const run = promisify(execFile);
 /** The folder of the Citus build and its scripts (`CHIME_CITUS_DIR`, default the workspace's `shared/citus`). */
 export const CITUS_DIR = process.env.CHIME_CITUS_DIR ?? new URL('../../../shared/citus', import.meta.url).pathname;
 
-/** Whether the Citus tests run: `CHIME_TEST_CITUS=1`. */
-export const CITUS_TESTS = process.env.CHIME_TEST_CITUS === '1';
+/**
+ * Whether the Citus tests run: `CHIME_TEST_CITUS=1` (CI) runs test/citus and the suites that take `WITH_CITUS`;
+ * `CHIME_TEST_CITUS=all` runs every database test on Citus as well (a cluster per test file: slow, for a change to the
+ * store).
+ */
+export const CITUS_TESTS = process.env.CHIME_TEST_CITUS === '1' || process.env.CHIME_TEST_CITUS === 'all';
+
+/** `CHIME_TEST_CITUS=all`: `DATABASE_TARGETS` includes Citus. */
+export const CITUS_EVERYWHERE = process.env.CHIME_TEST_CITUS === 'all';
 
 export type CitusCluster = {
   /** postgres:// URL of the coordinator (database `postgres`). */
   url: string;
+  /** The coordinator's port. */
+  coordinatorPort: number;
+  /** The workers' ports. */
+  workerPorts: number[];
+  /** The postmaster's pid of the server on `port` (its `postmaster.pid`), whose children are that node's backends. */
+  postmasterPid(port: number): Promise<number>;
+  /** Stops the server on `port` at once (`pg_ctl -m immediate`: no shutdown checkpoint, as a crash leaves it). */
+  killNode(port: number): Promise<void>;
+  /** Starts the server on `port` again (it recovers from its WAL) and resolves once it accepts connections. */
+  startNode(port: number): Promise<void>;
   /** Stops every node and removes the cluster's folder. */
   stop(): Promise<void>;
 };
+
+const PG_CTL = '/usr/lib/postgresql/15/bin/pg_ctl';
+
+/** Runs pg_ctl as the servers' user (`postgres` when this process is root, as start-cluster.sh does). */
+function pgCtl(args: string[]): Promise<unknown> {
+  const asRoot = process.getuid?.() === 0;
+  return run(asRoot ? 'runuser' : PG_CTL, asRoot ? ['-u', 'postgres', '--', PG_CTL, ...args] : args, { timeout: 60_000 });
+}
 
 /** Starts a coordinator and `workers` workers on consecutive ports from a free one. */
 export async function startCitusCluster(workers = 2): Promise<CitusCluster> {
@@ -34,8 +60,18 @@ export async function startCitusCluster(workers = 2): Promise<CitusCluster> {
   const port = await freePort();
   const { stdout } = await run(join(CITUS_DIR, 'start-cluster.sh'), [dir, String(port), String(workers)], { timeout: 120_000 });
   const url = stdout.trim().split('\n').pop()!;
+  const nodeDir = (p: number) => join(dir, `n${p}`);
   return {
     url,
+    coordinatorPort: port,
+    workerPorts: Array.from({ length: workers }, (_, i) => port + 1 + i),
+    postmasterPid: async (p) => Number((await readFile(join(nodeDir(p), 'postmaster.pid'), 'utf8')).split('\n')[0]),
+    killNode: async (p) => {
+      await pgCtl(['-D', nodeDir(p), '-m', 'immediate', 'stop']);
+    },
+    startNode: async (p) => {
+      await pgCtl(['-D', nodeDir(p), '-l', join(dir, `n${p}.log`), '-w', 'start']);
+    },
     stop: async () => {
       await run(join(CITUS_DIR, 'stop-cluster.sh'), [dir], { timeout: 60_000 });
     },

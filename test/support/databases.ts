@@ -1,19 +1,28 @@
 /**
  * The databases every store, dispatcher and end-to-end test runs against: the embedded PGlite always, and the real
  * PostgreSQL of `TEST_DATABASE_URL` when it is set (CI sets it). Each test file gets a fresh database of its own.
+ * The suites that must also hold on a Citus cluster (the main flow, the lifecycle, the cross-tenant suite, the crash
+ * test) take `WITH_CITUS`: there a fresh database is a new coordinator with two workers (`CHIME_TEST_CITUS=1`).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { CITUS_EVERYWHERE, CITUS_TESTS, startCitusCluster } from './citus.ts';
 
-export type DatabaseTarget = { kind: 'pglite' | 'postgres' };
+export type DatabaseTarget = { kind: 'pglite' | 'postgres' | 'citus' };
 
-/** The targets for `describe.each`. */
+const CITUS: DatabaseTarget[] = [{ kind: 'citus' }];
+
+/** The targets for `describe.each` (Citus too with `CHIME_TEST_CITUS=all`). */
 export const DATABASE_TARGETS: DatabaseTarget[] = [
   { kind: 'pglite' },
   ...(process.env.TEST_DATABASE_URL ? [{ kind: 'postgres' as const }] : []),
+  ...(CITUS_EVERYWHERE ? CITUS : []),
 ];
+
+/** `DATABASE_TARGETS` and, with `CHIME_TEST_CITUS=1`, a Citus cluster of its own per test file (coordinator + 2 workers). */
+export const WITH_CITUS: DatabaseTarget[] = CITUS_TESTS && !CITUS_EVERYWHERE ? [...DATABASE_TARGETS, ...CITUS] : DATABASE_TARGETS;
 
 /** A fresh, empty database: a new PostgreSQL database, or a new PGlite data dir. */
 export type FreshDatabase = {
@@ -27,11 +36,20 @@ export type FreshDatabase = {
 /** Base64 of 32 fixed bytes: a test encryption key. */
 export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64');
 
-/** Creates a fresh database for `target`. */
+/** Creates a fresh database for `target` (for `citus`, starts a cluster, which `drop` stops and removes). */
 export async function freshDatabase(target: DatabaseTarget): Promise<FreshDatabase> {
   if (target.kind === 'pglite') {
     const dataDir = await mkdtemp(join(tmpdir(), 'chime-test-'));
     return { env: { CHIME_DATA_DIR: dataDir }, url: null, dataDir, drop: () => rm(dataDir, { recursive: true, force: true }) };
+  }
+  if (target.kind === 'citus') {
+    const cluster = await startCitusCluster(2);
+    return {
+      env: { DATABASE_URL: cluster.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY },
+      url: cluster.url,
+      dataDir: null,
+      drop: () => cluster.stop(),
+    };
   }
   const adminUrl = process.env.TEST_DATABASE_URL!;
   const name = `chime_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;

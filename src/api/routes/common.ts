@@ -21,14 +21,21 @@ export function creationLimits(deps: Pick<AppDeps, 'config'>): CreateJobOptions 
 
 /** The `code`s along an error's `cause` chain (drizzle wraps driver errors; at most 5 deep). */
 export function errorCodes(err: unknown): string[] {
-  const codes: string[] = [];
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
-    if (e.code !== undefined) codes.push(String(e.code));
-  }
-  return codes;
+  return errorChain(err).flatMap((e) => (e.code !== undefined ? [String(e.code)] : []));
 }
 
-/** True for PostgreSQL's unique_violation (SQLSTATE 23505), from either driver. */
+/** `err` and its causes (`cause`, at most 5 deep), as the drivers and drizzle nest them. */
+export function errorChain(err: unknown): { code?: unknown; message?: unknown }[] {
+  const chain: { code?: unknown; message?: unknown; cause?: unknown }[] = [];
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) chain.push(e);
+  return chain;
+}
+
+/** True for PostgreSQL's unique_violation (SQLSTATE 23505), from either driver, and for Citus's report of one. */
 export function isUniqueViolation(err: unknown): boolean {
-  return errorCodes(err).includes('23505');
+  return (
+    errorCodes(err).includes('23505') ||
+    // Citus reports a shard's unique violation in an INSERT … SELECT through the coordinator as XX000, with PostgreSQL's text.
+    errorChain(err).some((e) => e.code === 'XX000' && /^duplicate key value violates unique constraint/.test(String(e.message)))
+  );
 }

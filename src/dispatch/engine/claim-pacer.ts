@@ -107,7 +107,17 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
       knownAt = clock.now();
     }
     const buckets = known;
-    const claimed = await store.claimRuns(db, { owner: o.owner, limit, nowMs: started, leaseMarginMs: o.leaseMarginMs, horizonMs, skipDestinations, rotation, buckets });
+    const claimed = await store.claimRuns(db, {
+      owner: o.owner,
+      limit,
+      nowMs: started,
+      leaseMarginMs: o.leaseMarginMs,
+      horizonMs,
+      skipDestinations,
+      rotation,
+      buckets,
+      onBucketError: (shard, err) => logger.warn({ err, shard }, 'claim failed in one bucket; the others go on'),
+    });
     deps.observeClaim?.((clock.now() - started) / 1000);
     for (const run of claimed) queue.add(run);
     return claimed;

@@ -160,6 +160,11 @@ export type FairClaim = {
   rotation?: Rotation;
   /** The buckets with waiting runs, if just read (default: read now with `dueBuckets`). */
   buckets?: readonly BucketDue[];
+  /**
+   * Called when one bucket's claim fails; the claim then goes on with the other buckets (on Citus, a worker that is
+   * down fails only the buckets it holds). Without it, the first failure is thrown.
+   */
+  onBucketError?: (shard: number, err: unknown) => void;
 };
 
 /**
@@ -167,22 +172,36 @@ export type FairClaim = {
  * what is left over the buckets that filled their share (`shareLeftover`): one claim transaction per bucket, each
  * naming its bucket only (`claimBucket`).
  * @returns the runs to deliver, bucket after bucket, each bucket's in due order
+ * @throws a bucket's error without `o.onBucketError`; with it, an Error when every bucket with due runs failed
  */
 export async function claimRuns(db: Db, o: ClaimOptions & FairClaim): Promise<ClaimedRun[]> {
   const rotation = o.rotation ?? new Rotation();
   const buckets = o.buckets ?? (await dueBuckets(db));
   const claimed: ClaimedRun[] = [];
   let shares = shareClaim(buckets, o.limit, o.nowMs + (o.horizonMs ?? 0), rotation);
+  const failed = new Set<number>();
   for (let pass = 0; pass < 2 && shares.length > 0; pass++) {
     const served: (BucketShare & { claimed: number })[] = [];
     for (const share of shares) {
-      const runs = await claimBucket(db, { ...o, shard: share.shard, limit: share.limit });
+      let runs: { deliver: ClaimedRun[]; taken: number };
+      try {
+        runs = await claimBucket(db, { ...o, shard: share.shard, limit: share.limit });
+      } catch (err) {
+        if (!o.onBucketError) throw err;
+        o.onBucketError(share.shard, err);
+        failed.add(share.shard);
+        continue;
+      }
       // A bucket whose runs all ended at the claim (expired, skipped) may still have more due: count what was taken.
       served.push({ ...share, claimed: runs.taken });
       claimed.push(...runs.deliver);
     }
     const left = o.limit - served.reduce((n, s) => n + s.claimed, 0);
     shares = shareLeftover(served, left);
+  }
+  // Every bucket failed: the database is down, not a part of it (the caller backs off).
+  if (failed.size > 0 && claimed.length === 0 && failed.size === new Set(buckets.map((b) => b.shard)).size) {
+    throw new Error(`claims failed in every bucket with due runs (${failed.size})`);
   }
   return claimed;
 }

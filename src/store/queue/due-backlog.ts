@@ -6,9 +6,8 @@
  */
 import { sql } from 'drizzle-orm';
 import type { BucketDue } from '../../domain/fair-share.ts';
-import { query, type Db } from '../db.ts';
-import { bucketsToProbe } from '../citus.ts';
-
+import type { Db } from '../db.ts';
+import { acrossBuckets } from '../citus.ts';
 
 const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
 
@@ -17,12 +16,12 @@ const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date
  * @returns an empty array when nothing waits
  */
 export async function dueBuckets(db: Db): Promise<BucketDue[]> {
-  const rows = await query<{ shard: number; due: Date | string | null }>(
+  const rows = await acrossBuckets<{ shard: number; due: Date | string | null }>(
     db,
-    sql`select b.shard, (select next_attempt_at from runs
+    (buckets) => sql`select b.shard, (select next_attempt_at from runs
                          where shard = b.shard and status in ('scheduled', 'retrying')
                          order by next_attempt_at limit 1) as due
-        from ${await bucketsToProbe(db)}`,
+        from ${buckets}`,
   );
   return rows.filter((r) => r.due !== null).map((r) => ({ shard: Number(r.shard), dueAtMs: ms(r.due!) }));
 }
@@ -38,13 +37,13 @@ export async function nextDueAt(db: Db): Promise<number | null> {
  * bucket so the count stays cheap on the due index whatever the backlog.
  */
 export async function countDueRuns(db: Db, nowMs: number, cap = 1_000_000): Promise<number> {
-  const [row] = await query<{ n: number | string | null }>(
+  const rows = await acrossBuckets<{ n: number | string | null }>(
     db,
-    sql`select sum(d.n) as n from ${await bucketsToProbe(db)},
+    (buckets) => sql`select sum(d.n) as n from ${buckets},
           lateral (select count(*) as n from (select 1 from runs
             where shard = b.shard and status in ('scheduled', 'retrying')
               and next_attempt_at <= ${new Date(nowMs).toISOString()}::timestamptz
             limit ${cap}) x) d`,
   );
-  return Number(row?.n ?? 0);
+  return rows.reduce((n, r) => n + Number(r.n ?? 0), 0);
 }
