@@ -30,6 +30,11 @@ export type AppConfig = {
   metricsToken?: string | null;
   /** Per-tenant limits; absent = none (embedders and tests that do not limit). */
   limits?: ApiLimits;
+  /**
+   * Most jobs one `POST /v1/jobs/bulk` may match (more → 400, nothing changed); absent = MAX_BULK_JOBS (10,000, as
+   * API.md says). Not read from the environment: a lower bound lets tests reach the limit without 10,001 jobs.
+   */
+  maxBulkJobs?: number;
 };
 
 export type AppDeps = {

@@ -1,9 +1,12 @@
 /**
  * Builds the HTTP request of one attempt (API.md "The callback request"): the payload as JSON, the Standard
  * Webhooks headers (`webhook-id` = run id on every attempt, so receivers can deduplicate), the Chime-Signature JWT,
- * the Chime-* context headers, the job's auth token and custom headers.
+ * the Chime-* context headers, the job's auth token and custom headers. A notification event's delivery carries the
+ * same signatures (`webhook-id` = the event id), `Chime-Run-Id` (the delivery id) and `Chime-Attempt`, but not the
+ * hidden job's `Chime-Job-Id` and `Chime-Scheduled-For`.
  */
 import { sendableCallbackHeaders } from '../domain/callback-headers.ts';
+import { RUN_TRIGGER } from '../domain/states.ts';
 import type { ClaimedRun } from '../store/queue/claim-runs.ts';
 import type { CallbackRequest } from './deliver.ts';
 import type { Keyring } from './keyring.ts';
@@ -34,6 +37,9 @@ export async function buildCallbackRequest(
   const jwt = await signer.sign({ sub: callback.url, jti: `${run.runId}.${run.attempt}`, body, iatSec: timestamp });
   // A notification's deliveries share its event id (API.md), a callback's attempts their run id: the dedup key.
   const webhookId = run.eventId ?? run.runId;
+  // An event delivery is a run of the endpoint's hidden job: that job's id and due time mean nothing to the receiver
+  // (API.md names only the signatures), and the body names the job the event is about.
+  const ofJob = run.trigger !== RUN_TRIGGER.notification;
   const headers: Record<string, string> = {
     ...sendableCallbackHeaders(callback.headers ?? {}, { hasAuthToken: Boolean(authToken) }),
     'user-agent': userAgent,
@@ -41,10 +47,10 @@ export async function buildCallbackRequest(
     'webhook-timestamp': String(timestamp),
     'webhook-signature': standardWebhookSignature(secrets, webhookId, timestamp, body),
     'chime-signature': jwt,
-    'chime-job-id': run.jobId,
+    ...(ofJob ? { 'chime-job-id': run.jobId } : {}),
     'chime-run-id': run.runId,
     'chime-attempt': String(run.attempt),
-    'chime-scheduled-for': new Date(run.scheduledForMs).toISOString(),
+    ...(ofJob ? { 'chime-scheduled-for': new Date(run.scheduledForMs).toISOString() } : {}),
   };
   if (body !== '') headers['content-type'] = 'application/json';
   if (authToken) headers['authorization'] = `Bearer ${authToken}`;

@@ -3,7 +3,7 @@
  * Each is one transaction that locks the job row (`FOR UPDATE`), so a change and a dispatcher's claim of the same
  * job never interleave; pending runs are re-planned so that no occurrence is duplicated or lost.
  */
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray, ne, sql } from 'drizzle-orm';
 import { shardOf } from '../domain/shard.ts';
 import { ofTenant } from './tenant-scope.ts';
 import type { JobSpec } from '../domain/job.ts';
@@ -18,6 +18,7 @@ import { deadLetterCondition } from './runs.ts';
 import { assertActiveJobsRoom, type CreateJobOptions, type JobRow } from './jobs.ts';
 import { jobs, runs } from './schema.ts';
 import { pauseJobs } from './queue/finish-runs.ts';
+import { recordEvents } from './notifications.ts';
 
 /** Why a lifecycle change was refused. */
 export class JobStateError extends Error {
@@ -105,13 +106,29 @@ export type Replan = { tenantId: string; jobId: string; schedule: JobSpec['sched
 /**
  * Re-plans jobs from `nowMs` (epoch ms), as a resume or a schedule change does: each job's first occurrence at or after
  * now becomes its one pending scheduled run (`planNextRuns`), and the job becomes `active` with that `nextRunAt`, or
- * `completed` when none is left, its `pausedReason` cleared. A fixed number of statements however many jobs (a bulk
- * resume passes up to 10,000). Run it in the caller's transaction with the jobs locked (`FOR UPDATE`).
+ * `completed` when none is left, its `pausedReason` cleared. A job that becomes `completed` here (a resume after its
+ * last occurrence went by) gets its `job.completed` event in the same transaction (docs/design.md invariant 11), as one
+ * completed by a claim does. A fixed number of statements however many jobs (a bulk resume passes up to 10,000). Run
+ * it in the caller's transaction with the jobs locked (`FOR UPDATE`).
  * @param opts.resetFailures also zero `consecutiveFailures` (a resume starts the count afresh)
  */
 export async function replanJobs(tx: Executor, list: readonly Replan[], nowMs: number, opts: { resetFailures?: boolean } = {}): Promise<void> {
   if (list.length === 0) return;
   const plans = list.map((j) => ({ tenantId: j.tenantId, jobId: j.jobId, nextMs: nextOccurrence(j.schedule, nowMs - 1), jitterMs: j.jitterMs }));
+  // Read before the update below: only a change into `completed` is an event (a job already completed whose jitter
+  // changes stays so, silently). The jobs are locked, so the status read is the one the update replaces.
+  const ending = plans.filter((p) => p.nextMs === null);
+  const completing: { id: string; tenantId: string }[] = [];
+  if (ending.length > 0) {
+    const shards = [...new Set(ending.map((p) => shardOf(p.tenantId)))];
+    const ids = ending.map((p) => p.jobId);
+    completing.push(
+      ...(await tx
+        .select({ id: jobs.id, tenantId: jobs.tenantId })
+        .from(jobs)
+        .where(and(inArray(jobs.shard, shards), inArray(jobs.id, ids), ne(jobs.status, JOB_STATUS.completed)))),
+    );
+  }
   await planNextRuns(tx, plans, nowMs);
   const rows = JSON.stringify(plans.map((p) => ({ shard: shardOf(p.tenantId), id: p.jobId, tenant_id: p.tenantId, next_at: p.nextMs === null ? null : new Date(p.nextMs).toISOString() })));
   await tx.execute(sql`update jobs j
@@ -120,6 +137,8 @@ export async function replanJobs(tx: Executor, list: readonly Replan[], nowMs: n
         ${opts.resetFailures ? sql`, consecutive_failures = 0` : sql``}
     from jsonb_to_recordset(${rows}::jsonb) as v(shard smallint, id uuid, tenant_id uuid, next_at timestamptz)
     where j.shard = v.shard and j.id = v.id and j.tenant_id = v.tenant_id`);
+  // After the update, so the events show the jobs completed.
+  await recordEvents(tx, completing.map((j) => ({ type: 'job.completed', tenantId: j.tenantId, jobId: j.id })), nowMs);
 }
 
 /** A job's next occurrence (`nextMs`, epoch ms; null: none left) with its jitter in ms, for `planNextRuns`. */

@@ -2,10 +2,13 @@
  * How the console and the API reference are served (API.md "The console"), in process with the assets the global
  * setup built: the pages carry the Content-Security-Policy (self only, no inline or eval'd script, no framing),
  * name only same-origin assets, every path of the app gets the same page, assets are cached for a year by their
- * hashed names, and a service without a build says how to make one. The browser flows are in test/console/.
+ * hashed names, a first visit stays within its size budget, and a service without a build says how to make one. The
+ * browser flows are in test/console/.
  */
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { consoleRoutes } from '../../src/api/console.ts';
+import { consoleFirstVisitGzipBytes } from '../../src/console/build.ts';
 import { loadWebAssets } from '../../src/console/load-node.ts';
 import { startTestApp, TEST_APP_URL, type TestApp } from '../support/app.ts';
 
@@ -13,6 +16,9 @@ import { startTestApp, TEST_APP_URL, type TestApp } from '../support/app.ts';
 function directives(csp: string | null): Map<string, string[]> {
   return new Map((csp ?? '').split(';').map((d) => d.trim().split(/\s+/)).filter((d) => d[0]).map(([name, ...values]) => [name!, values]));
 }
+
+/** What a first visit to `/console` may load, gzipped (issue 18: "aim: ≤ 150 KB"). */
+const FIRST_VISIT_BUDGET_BYTES = 150 * 1024;
 
 /** The URLs a page's HTML loads (script src, link href). */
 const loaded = (html: string) => [...html.matchAll(/<(?:script|link)[^>]+(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
@@ -65,6 +71,19 @@ describe('the console and /docs, as served', () => {
     expect(assets?.files[assets.docs.init]?.body).toContain('/openapi.json');
     const docs = await (await app.fetch(`${TEST_APP_URL}/docs`)).text();
     expect(docs).not.toMatch(/https?:\/\//);
+  });
+
+  it('a first visit to /console loads at most 150 KB gzipped, the figure the build prints', async () => {
+    // One manifest for the page and the figure (the served app read its own at start; a rebuild since would differ).
+    const assets = (await loadWebAssets())!;
+    const pages = consoleRoutes(assets);
+    const html = await (await pages.request(`${TEST_APP_URL}/console`)).text();
+    let assetBytes = 0;
+    for (const u of loaded(html)) assetBytes += gzipSync(await (await pages.request(`${TEST_APP_URL}${u}`)).text()).length;
+    // The build's figure (printed by `npm run build`, stated in the README) is all the page loads besides itself.
+    expect(consoleFirstVisitGzipBytes(assets)).toBe(assetBytes);
+    expect(assetBytes).toBeGreaterThan(10_000); // the real bundle, not an empty build
+    expect(gzipSync(html).length + assetBytes).toBeLessThanOrEqual(FIRST_VISIT_BUDGET_BYTES);
   });
 
   it('answers 503 saying how to build when the service runs without its assets', async () => {

@@ -71,6 +71,7 @@ const jobBody = fc.constantFrom(...SCHEDULES).map((schedule) => ({
   overlapPolicy: 'skip',
   catchUp: 'all',
   jitterMs: 10,
+  pauseAfterFailures: 3,
   metadata: { team: 'ops' },
 }));
 const JOB_PATHS = [
@@ -79,7 +80,7 @@ const JOB_PATHS = [
   'callback.headers', 'callback.headers.X-Team', 'callback.authToken', 'callback.successStatusCodes', 'callback.successStatusCodes.0',
   'callback.timeoutMs', 'payload', 'payload.a', 'retry', 'retry.strategy', 'retry.maxAttempts', 'retry.initialDelayMs',
   'retry.maxDelayMs', 'retry.multiplier', 'retry.jitter', 'relevancyWindowMs', 'deliveryMode', 'overlapPolicy', 'catchUp',
-  'jitterMs', 'key', 'metadata', 'metadata.team', 'unexpectedField',
+  'jitterMs', 'key', 'pauseAfterFailures', 'metadata', 'metadata.team', 'unexpectedField',
 ];
 
 /** `base` with the value at each dotted path replaced (created if missing). */
@@ -113,7 +114,15 @@ function bodiesFrom(base: fc.Arbitrary<unknown>, paths: string[]): fc.Arbitrary<
 const MINIMAL_JOB = { schedule: { type: 'delay', delayMs: 60_000 }, callback: { url: URL_OK } };
 const compatBody = fc.constant({ name: 'compat', cronExpr: '*/5 * * * *', handlerUrl: URL_OK, payload: { x: 1 }, timeout: 5000, retries: 2 });
 const COMPAT_PATHS = ['name', 'cronExpr', 'handlerUrl', 'payload', 'timeout', 'retries', 'extra'];
-const patchBody = fc.constantFrom({ paused: true }, { paused: false }, { name: 'renamed' }, { metadata: { a: 'b' } }, { callback: { timeoutMs: 2000 } }, { retry: { maxAttempts: 2 } });
+const patchBody = fc.constantFrom(
+  { paused: true },
+  { paused: false },
+  { name: 'renamed' },
+  { metadata: { a: 'b' } },
+  { callback: { timeoutMs: 2000 } },
+  { retry: { maxAttempts: 2 } },
+  { pauseAfterFailures: 2 },
+);
 const batchBody = fc
   .array(fc.oneof(jobBody, bodiesFrom(jobBody, JOB_PATHS).map((b) => ('json' in b ? b.json : b.raw))), { minLength: 1, maxLength: 4 })
   .map((jobs) => ({ jobs }));
@@ -245,6 +254,24 @@ describe.each(DATABASE_TARGETS)('fuzzing the write routes ($kind)', (target) => 
     await run(fc.tuple(fc.oneof(fc.constant(runId), pathSegment), bodiesFrom(fc.constant({}), ['x'])), 60, ([id, b]) => check(tenant.api, 'DELETE', `/v1/dead-letters/${id}`, b));
   }, 240_000);
 
+  it('notification endpoints: deleting one and reading its deliveries, by any path segment and query string', async () => {
+    const check = checker();
+    // The earlier fuzzing of POST may have filled the tenant's 10 places: take one of its endpoints if there is one.
+    const listed = (await tenant.api.get('/v1/notification-endpoints')).body.endpoints as { endpointId: string }[];
+    const endpointId = listed[0]?.endpointId ?? (await tenant.api.post('/v1/notification-endpoints', { url: URL_OK, events: ['run.failed'] })).body.endpointId;
+    expect(endpointId).toEqual(expect.any(String));
+    const ids = fc.oneof(fc.constant(endpointId as string), pathSegment);
+    await run(fc.tuple(ids, queryString), 300, ([id, q]) => check(tenant.api, 'GET', `/v1/notification-endpoints/${id}/deliveries${q}`, undefined), [
+      [endpointId, '?limit=0'],
+      [endpointId, '?limit=101&cursor=%ZZ'],
+      ['%00', '?limit=1'],
+    ]);
+    // Deleting last (the endpoint's id is among the generated ones: once deleted, it is a 404 like the others).
+    await run(fc.tuple(ids, fc.option(bodiesFrom(fc.constant({}), ['x']), { nil: undefined })), 150, ([id, b]) =>
+      check(tenant.api, 'DELETE', `/v1/notification-endpoints/${id}`, b),
+    );
+  }, 240_000);
+
   it('the compatibility routes', async () => {
     const check = checker();
     await run(bodiesFrom(compatBody, COMPAT_PATHS), 500, (b) => check(tenant.api, 'POST', '/jobs', b));
@@ -318,7 +345,7 @@ describe.each(DATABASE_TARGETS)('fuzzing the write routes ($kind)', (target) => 
       [admin, 'POST', '/v1/tenants', { name: 'n' }],
     ];
     // Names that no body knows: printable, not a field of any route, not a JS prototype key.
-    const KNOWN = new Set(['url', 'events', 'description', 'action', 'filter', 'runIds', 'jobId', 'since', 'until', 'name', 'schedule', 'callback', 'payload', 'retry', 'relevancyWindowMs', 'deliveryMode', 'overlapPolicy', 'catchUp', 'jitterMs', 'key', 'metadata', 'jobs', 'paused', 'count', 'expiresAt', 'cronExpr', 'handlerUrl', 'timeout', 'retries', '__proto__']);
+    const KNOWN = new Set(['url', 'events', 'description', 'action', 'filter', 'runIds', 'jobId', 'since', 'until', 'name', 'schedule', 'callback', 'payload', 'retry', 'relevancyWindowMs', 'deliveryMode', 'overlapPolicy', 'catchUp', 'jitterMs', 'key', 'pauseAfterFailures', 'metadata', 'jobs', 'paused', 'count', 'expiresAt', 'cronExpr', 'handlerUrl', 'timeout', 'retries', '__proto__']);
     const unknownName = fc.string({ minLength: 1, maxLength: 20 }).filter((k) => !KNOWN.has(k) && unstorable(k) === null);
     // Values PostgreSQL could store, within the body limit: else the storability check or the limit answers first.
     const storable = jsonish.filter((v) => unstorableFields(v, MAX_JSON_DEPTH - 1).length === 0 && JSON.stringify(v).length < 16_384);

@@ -145,6 +145,80 @@ describe('POST /v1/jobs validation', () => {
   });
 });
 
+describe('pauseAfterFailures on every job route', () => {
+  let app: TestApp;
+  let tenant: TestTenant;
+  beforeAll(async () => {
+    app = await startTestApp();
+    tenant = await app.tenant('auto-pause');
+  });
+  afterAll(() => app.close());
+
+  const field = (r: { body: { errors?: { path: string }[] } }) => r.body.errors?.map((e) => e.path);
+
+  it('is set by POST /v1/jobs, PUT /v1/jobs/by-key/:key, POST /v1/jobs/batch and PATCH; 0 when absent', async () => {
+    const created = await tenant.api.post('/v1/jobs', { ...good(), pauseAfterFailures: 5 });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ pauseAfterFailures: 5, consecutiveFailures: 0, pausedReason: null });
+    expect((await tenant.api.get(`/v1/jobs/${created.body.jobId}`)).body.pauseAfterFailures).toBe(5);
+    expect((await tenant.api.post('/v1/jobs', good())).body.pauseAfterFailures).toBe(0);
+
+    const put = await tenant.api.request('PUT', '/v1/jobs/by-key/nightly', { ...good(), pauseAfterFailures: 1000 });
+    expect(put.status).toBe(201);
+    expect(put.body.pauseAfterFailures).toBe(1000);
+    const replaced = await tenant.api.request('PUT', '/v1/jobs/by-key/nightly', { ...good(), pauseAfterFailures: 2 });
+    expect(replaced.status).toBe(200);
+    expect(replaced.body).toMatchObject({ jobId: put.body.jobId, pauseAfterFailures: 2 });
+    // A PUT replaces the whole job: a field left out takes its default.
+    expect((await tenant.api.request('PUT', '/v1/jobs/by-key/nightly', good())).body.pauseAfterFailures).toBe(0);
+
+    const batch = await tenant.api.post('/v1/jobs/batch', { jobs: [{ ...good(), pauseAfterFailures: 3 }, good()] });
+    expect(batch.status).toBe(200);
+    expect(batch.body.results.map((x: { status: number; job: { pauseAfterFailures: number } }) => [x.status, x.job.pauseAfterFailures])).toEqual([[201, 3], [201, 0]]);
+
+    const patched = await tenant.api.request('PATCH', `/v1/jobs/${created.body.jobId}`, { pauseAfterFailures: 7 });
+    expect(patched.status).toBe(200);
+    expect(patched.body.pauseAfterFailures).toBe(7);
+    // Other changes leave it alone; 0 turns it off.
+    expect((await tenant.api.request('PATCH', `/v1/jobs/${created.body.jobId}`, { name: 'renamed' })).body.pauseAfterFailures).toBe(7);
+    expect((await tenant.api.request('PATCH', `/v1/jobs/${created.body.jobId}`, { pauseAfterFailures: 0 })).body.pauseAfterFailures).toBe(0);
+  });
+
+  const outOfRange: [string, unknown][] = [['-1', -1], ['1001 (past 0..1000)', 1001], ['1.5', 1.5], ['a string', '3'], ['null', null], ['2^31', 2 ** 31]];
+  it.each(outOfRange)('%s → 400 naming pauseAfterFailures on each route, nothing changed', async (_what, value) => {
+    const t = await app.tenant('range');
+    const post = await t.api.post('/v1/jobs', { ...good(), pauseAfterFailures: value });
+    expect(post.status).toBe(400);
+    expect(post.headers.get('content-type')).toBe('application/problem+json');
+    expect(field(post)).toEqual(['pauseAfterFailures']);
+    const put = await t.api.request('PUT', '/v1/jobs/by-key/ranged', { ...good(), pauseAfterFailures: value });
+    expect(put.status).toBe(400);
+    expect(field(put)).toEqual(['pauseAfterFailures']);
+    const batch = await t.api.post('/v1/jobs/batch', { jobs: [good(), { ...good(), pauseAfterFailures: value }] });
+    expect(batch.body.results.map((x: { status: number }) => x.status)).toEqual([201, 400]);
+    expect(batch.body.results[1].problem.errors.map((e: { path: string }) => e.path)).toEqual(['pauseAfterFailures']);
+    const jobId = batch.body.results[0].job.jobId;
+    const patch = await t.api.request('PATCH', `/v1/jobs/${jobId}`, { pauseAfterFailures: value });
+    expect(patch.status).toBe(400);
+    expect(field(patch)).toEqual(['pauseAfterFailures']);
+    const jobs = (await t.api.get('/v1/jobs')).body.jobs;
+    expect(jobs.map((j: { jobId: string; pauseAfterFailures: number }) => [j.jobId, j.pauseAfterFailures])).toEqual([[jobId, 0]]);
+  });
+
+  it('the compatibility routes leave it at 0 and do not take it', async () => {
+    const compat = await tenant.api.post('/jobs', { name: 'legacy', cronExpr: '0 3 * * *', handlerUrl: 'http://127.0.0.1:9/hook' });
+    expect(compat.status).toBe(201);
+    expect((await tenant.api.get(`/v1/jobs/${compat.body.jobId}`)).body).toMatchObject({ pauseAfterFailures: 0, consecutiveFailures: 0 });
+    const withField = await tenant.api.post('/jobs', { name: 'legacy', cronExpr: '0 3 * * *', handlerUrl: 'http://127.0.0.1:9/hook', pauseAfterFailures: 3 });
+    expect(withField.status).toBe(400);
+    expect(field(withField)).toEqual(['pauseAfterFailures']);
+    const patch = await tenant.api.request('PATCH', `/jobs/${compat.body.jobId}`, { paused: true, pauseAfterFailures: 3 });
+    expect(patch.status).toBe(400);
+    expect(field(patch)).toEqual(['pauseAfterFailures']);
+    expect((await tenant.api.get(`/v1/jobs/${compat.body.jobId}`)).body).toMatchObject({ status: 'active', pauseAfterFailures: 0 });
+  });
+});
+
 describe('host names of callback URLs (private destinations refused)', () => {
   let app: TestApp;
   const lookups: string[] = [];

@@ -48,6 +48,9 @@ describe.each(DATABASE_TARGETS)('request rules ($kind)', (target) => {
     ['POST', '/v1/signing-secrets/rotate', {}],
     ['POST', `/v1/jobs/${jobId}/trigger`, {}],
     ['POST', `/v1/runs/${runId}/replay`, {}],
+    ['POST', '/v1/jobs/bulk', { action: 'pause', filter: { jobIds: [jobId] } }],
+    ['POST', '/v1/dead-letters/replay', { jobId }],
+    ['POST', '/v1/notification-endpoints', { url: 'http://127.0.0.1:9/events', events: ['run.failed'] }],
     ['POST', '/jobs', { name: 'c', cronExpr: '0 0 * * *', handlerUrl: 'http://127.0.0.1:9/' }],
     ['PATCH', `/jobs/${jobId}`, { paused: false }],
     ['POST', `/jobs/${jobId}/trigger`, {}],
@@ -88,8 +91,11 @@ describe.each(DATABASE_TARGETS)('request rules ($kind)', (target) => {
       expect(r.body.errors, raw).toEqual([{ path: '(body)', message: expect.any(String) }]);
     }
     expect((await tenant.api.request('POST', `/v1/jobs/${jobId}/trigger`, '{"a":')).body.type).toBe('urn:chime:problem:malformed_json');
-    expect((await tenant.api.request('DELETE', `/v1/api-keys/${keyId}`, { force: true })).status).toBe(400);
-    expect((await tenant.api.request('DELETE', `/v1/jobs/${jobId}`, { force: true })).status).toBe(400);
+    for (const path of [`/v1/api-keys/${keyId}`, `/v1/jobs/${jobId}`, `/v1/dead-letters/${runId}`, `/v1/notification-endpoints/${runId}`]) {
+      const r = await tenant.api.request('DELETE', path, { force: true });
+      expect(r.status, path).toBe(400);
+      expect(r.body.errors, path).toEqual([{ path: 'force', message: 'unknown field' }]);
+    }
     expect(await tenantSnapshot(app.database, tenant.tenantId)).toBe(before);
   });
 

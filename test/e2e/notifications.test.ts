@@ -4,8 +4,10 @@
  * tenant's notification endpoint as `run.failed`, signed with the tenant's secret (checked with the
  * `standardwebhooks` package); a 410 pauses the job (`gone`) and says so; `pauseAfterFailures` pauses after that
  * many failed runs in a row, not before; an endpoint that answers 500 is retried with its history kept while the
- * tenant's callbacks keep flowing; and a dispatcher SIGKILLed between a dead letter and its notification still
- * delivers the notification once restarted.
+ * tenant's callbacks keep flowing, also while one hangs or keeps failing; a run past its relevancy window is
+ * `run.expired` (and no failure toward `pauseAfterFailures`); a job with no occurrence left is `job.completed`, whether
+ * its last run succeeded or a resume found none left; and a dispatcher SIGKILLed between a dead letter and its
+ * notification still delivers the notification once restarted.
  */
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,20 +48,25 @@ describe.each(DATABASE_TARGETS)('notifications on $kind', (target) => {
     await db?.drop();
   });
 
-  const endpoint = async (path: string, events: string[]) => {
-    const r = await tenant.api.post('/v1/notification-endpoints', { url: `${notifications.url}${path}`, events, description: path });
+  const endpoint = async (path: string, events: string[], t: TestTenant = tenant) => {
+    const r = await t.api.post('/v1/notification-endpoints', { url: `${notifications.url}${path}`, events, description: path });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     return r.body as { endpointId: string };
   };
-  const job = async (path: string, extra: Record<string, unknown> = {}) => {
-    const r = await tenant.api.post('/v1/jobs', { schedule: { type: 'delay', delayMs: 0 }, callback: { url: `${callbacks.url}${path}` }, retry: NO_RETRY, ...extra });
+  const job = async (path: string, extra: Record<string, unknown> = {}, t: TestTenant = tenant) => {
+    const r = await t.api.post('/v1/jobs', { schedule: { type: 'delay', delayMs: 0 }, callback: { url: `${callbacks.url}${path}` }, retry: NO_RETRY, ...extra });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     return r.body as { jobId: string };
+  };
+  /** The status of each job's first run, once every one of them is final (undefined before). */
+  const finalStatuses = async (jobIds: string[], t: TestTenant = tenant) => {
+    const statuses = await Promise.all(jobIds.map(async (id) => (await t.api.get(`/v1/jobs/${id}/runs`)).body.runs.at(-1)?.status as string | undefined));
+    return statuses.every((s) => s && !['scheduled', 'running', 'retrying'].includes(s)) ? statuses : undefined;
   };
   const events = (path: string): Event[] => notifications.received.filter((r) => r.path === path).map((r) => JSON.parse(r.body));
 
   it('a dead letter reaches the endpoint as run.failed within 2 s, signed with the tenant secret', async () => {
-    await endpoint('/failed', ['run.failed']);
+    const failedEndpoint = await endpoint('/failed', ['run.failed']);
     const j = await job('/fail-once');
     const failedAt = await eventually(async () => {
       const runs = (await tenant.api.get(`/v1/jobs/${j.jobId}/runs`)).body.runs;
@@ -74,6 +81,13 @@ describe.each(DATABASE_TARGETS)('notifications on $kind', (target) => {
     expect(verified.type).toBe('run.failed');
     expect(got.headers['webhook-id']).toBe(verified.eventId);
     expect(got.headers['chime-signature']).toMatch(/^ey/);
+    // The delivery is a run of the endpoint's hidden job, which is nobody's business: no Chime-Job-Id (nor its due
+    // time) names it; Chime-Run-Id is the delivery's id, as its history shows it.
+    expect(got.headers['chime-job-id']).toBeUndefined();
+    expect(got.headers['chime-scheduled-for']).toBeUndefined();
+    expect(got.headers['chime-attempt']).toBe('1');
+    const [delivery] = (await tenant.api.get(`/v1/notification-endpoints/${failedEndpoint.endpointId}/deliveries`)).body.deliveries;
+    expect(got.headers['chime-run-id']).toBe(delivery.deliveryId);
     expect(verified.data.job.jobId).toBe(j.jobId);
     expect(verified.data.run).toMatchObject({ status: 'failed' });
     const deadLetters = (await tenant.api.get('/v1/dead-letters')).body.runs.map((r: { runId: string }) => r.runId);
@@ -135,6 +149,99 @@ describe.each(DATABASE_TARGETS)('notifications on $kind', (target) => {
     // A delivery is the endpoint's, not one of the tenant's runs: not read, not replayed as a run.
     expect((await tenant.api.get(`/v1/runs/${deliveries[0].deliveryId}`)).status).toBe(404);
     expect((await tenant.api.post(`/v1/runs/${deliveries[0].deliveryId}/replay`)).status).toBe(404);
+  }, 30_000);
+
+  it('an endpoint that hangs, then keeps answering 500, never delays callbacks of the same tenant; its history shows the retries', async () => {
+    const own = await createTestTenant(chime.url, 'endpoint-down');
+    let answered = 0;
+    // The first delivery hangs until the dispatcher's 10 s timeout; every later one is refused.
+    notificationReplies.set('/down', () => (++answered === 1 ? { status: 200, hang: true } : { status: 500, body: 'still down' }));
+    const down = await endpoint('/down', ['run.failed'], own);
+    const deliveries = async () => (await own.api.get(`/v1/notification-endpoints/${down.endpointId}/deliveries`)).body.deliveries;
+    await job('/fail-down', {}, own);
+    await eventually(() => notifications.received.find((r) => r.path === '/down'), { what: 'the delivery in flight' });
+
+    // While the delivery hangs, the tenant's callbacks go out and succeed.
+    const whileHanging = await Promise.all([1, 2, 3].map(() => job('/ok-while-hanging', {}, own)));
+    expect(await eventually(() => finalStatuses(whileHanging.map((o) => o.jobId), own), { what: 'the callbacks during the hang' })).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    expect(await deliveries()).toMatchObject([{ type: 'run.failed', status: 'running', attempts: 1 }]);
+
+    // The hang times out; the retry is answered 500: the delivery waits for its next try, and says why.
+    const retrying = await eventually(
+      async () => {
+        const [d] = await deliveries();
+        return d.status === 'retrying' && d.attempts >= 2 ? d : undefined;
+      },
+      { what: 'the delivery retried and failed again', timeoutMs: 30_000 },
+    );
+    expect(retrying).toMatchObject({ responseStatus: 500, finishedAt: null, nextAttemptAt: expect.any(String) });
+    expect(notifications.received.filter((r) => r.path === '/down').length).toBeGreaterThanOrEqual(2);
+
+    // Still retrying, and callbacks still flow.
+    const whileRetrying = await Promise.all([1, 2, 3].map(() => job('/ok-while-retrying', {}, own)));
+    expect(await eventually(() => finalStatuses(whileRetrying.map((o) => o.jobId), own), { what: 'the callbacks during the retries' })).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    expect((await deliveries())[0]).toMatchObject({ status: 'retrying' });
+    // Done: the endpoint goes, and its waiting delivery with it.
+    expect((await own.api.request('DELETE', `/v1/notification-endpoints/${down.endpointId}`)).status).toBe(204);
+  }, 60_000);
+
+  it('a run past its relevancy window reaches the endpoint as run.expired; expiries are not failures in a row', async () => {
+    await endpoint('/expired', ['run.expired']);
+    // Each run fails once and its retry (3 s later) would be past the 1 s window: it ends expired, never failed.
+    const j = await job('/fail-expiring', {
+      schedule: { type: 'interval', everyMs: 1_000 },
+      retry: { strategy: 'fixed', maxAttempts: 5, initialDelayMs: 3_000, jitter: false },
+      relevancyWindowMs: 1_000,
+      pauseAfterFailures: 1,
+    });
+    const expired = await eventually(
+      () => {
+        const mine = events('/expired').filter((e) => e.data.job.jobId === j.jobId);
+        return mine.length >= 2 ? mine : undefined;
+      },
+      { what: 'two run.expired events', timeoutMs: 20_000 },
+    );
+    const runs = (await tenant.api.get(`/v1/jobs/${j.jobId}/runs?status=expired`)).body.runs.map((r: { runId: string }) => r.runId);
+    for (const e of expired) {
+      expect(e).toMatchObject({ type: 'run.expired', data: { run: { status: 'expired' } } });
+      expect(runs).toContain(e.data.run!.runId);
+    }
+    // With pauseAfterFailures: 1, one counted expiry would have paused the job.
+    expect((await tenant.api.get(`/v1/jobs/${j.jobId}`)).body).toMatchObject({ status: 'active', consecutiveFailures: 0, pausedReason: null });
+    expect((await tenant.api.get(`/v1/jobs/${j.jobId}/runs?status=failed`)).body.runs).toEqual([]);
+    expect((await tenant.api.request('PATCH', `/v1/jobs/${j.jobId}`, { paused: true })).status).toBe(200);
+  }, 30_000);
+
+  it('a once job whose run succeeds is job.completed', async () => {
+    await endpoint('/completed', ['job.completed']);
+    const j = await job('/ok-once', { schedule: { type: 'once', at: new Date(Date.now() + 500).toISOString() } });
+    const e = await eventually(() => events('/completed').find((x) => x.data.job.jobId === j.jobId), { what: 'job.completed' });
+    expect(e).toMatchObject({ type: 'job.completed', data: { job: { jobId: j.jobId, status: 'completed' } } });
+    expect(e.data.run).toBeUndefined();
+    expect(await eventually(() => finalStatuses([j.jobId]), { what: 'the run' })).toEqual(['succeeded']);
+    expect((await tenant.api.get(`/v1/jobs/${j.jobId}`)).body).toMatchObject({ status: 'completed', nextRunAt: null });
+  });
+
+  it('a resume that finds no occurrence left completes the job, and job.completed says so', async () => {
+    // Subscribed by the test above; this job's only date passes while it is paused.
+    const at = Date.now() + 3_000;
+    const j = await job('/ok-never', { schedule: { type: 'dates', dates: [new Date(at).toISOString()] } });
+    expect((await tenant.api.request('PATCH', `/v1/jobs/${j.jobId}`, { paused: true })).body).toMatchObject({ status: 'paused' });
+    await eventually(() => Date.now() > at, { what: 'the only date to pass', timeoutMs: 10_000, intervalMs: 100 });
+    const resumed = await tenant.api.request('PATCH', `/v1/jobs/${j.jobId}`, { paused: false });
+    expect(resumed.body).toMatchObject({ status: 'completed', nextRunAt: null, pausedReason: null });
+    const e = await eventually(() => events('/completed').find((x) => x.data.job.jobId === j.jobId), { what: 'job.completed after the resume' });
+    expect(e.data.job).toMatchObject({ status: 'completed', pausedReason: null });
+    // Once: a later change of a completed job is no new event (nothing to re-plan into).
+    expect((await tenant.api.request('PATCH', `/v1/jobs/${j.jobId}`, { jitterMs: 10 })).body.status).toBe('completed');
+    expect(callbacks.received.filter((r) => r.path === '/ok-never')).toEqual([]);
+    const sent = await eventually(async () => {
+      const d = (await tenant.api.get('/v1/notification-endpoints')).body.endpoints.find((x: { url: string }) => x.url.endsWith('/completed'));
+      const list = (await tenant.api.get(`/v1/notification-endpoints/${d.endpointId}/deliveries?limit=100`)).body.deliveries as { status: string }[];
+      return list.every((x) => x.status === 'succeeded') ? list : undefined;
+    }, { what: 'the deliveries to finish' });
+    expect(events('/completed').filter((x) => x.data.job.jobId === j.jobId)).toHaveLength(1);
+    expect(sent.length).toBe(events('/completed').length);
   }, 30_000);
 
   it('a dispatcher SIGKILLed between a dead letter and its notification delivers it after the restart', async () => {

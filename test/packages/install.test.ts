@@ -66,6 +66,8 @@ export async function everything(): Promise<void> {
   for await (const d of chime.notificationEndpoints.deliveries(endpoint.endpointId)) d.status;
   await chime.notificationEndpoints.delete(endpoint.endpointId);
   await chime.tenant();
+  const created = await chime.tenants.create('acme');
+  created.tenant.tenantId + created.apiKey + created.signingSecret;
   const usage = await chime.usage(14);
   usage.daily.map((d) => d.succeeded);
   const runs: Run[] = await chime.runs.feed().toArray(10);
@@ -185,7 +187,7 @@ describe('@chime/client and @chime/receiver installed from their tarballs', () =
       const dir = join(project, 'node_modules/@chime', name);
       expect((await lstat(dir)).isSymbolicLink(), name).toBe(false);
       const files = await readdir(dir);
-      expect(files.sort(), name).toEqual(['README.md', 'dist', 'package.json']);
+      expect(files.sort(), name).toEqual(['LICENSE', 'README.md', 'dist', 'package.json']);
     }
   });
 

@@ -219,4 +219,39 @@ describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
     expect((await runsOf(store.database, again.id))[0]!.status).toBe('retrying');
     expect(events).toEqual([{ type: 'run.failed', run_id: failed!.id }]);
   });
+
+  it('a run the reaper or a release ends failed counts toward pauseAfterFailures like a failed finish, and pauses the job', async () => {
+    await createNotificationEndpoint(store.ctx, tenantId, { url: 'http://127.0.0.1:9/paused', events: ['job.paused'], description: null });
+    const every = { type: 'interval', everyMs: 60_000 } as const;
+    const withPause = (n: number, o: JobSpecInput) => ({ ...testJobSpec(T0, { callback: { timeoutMs: 1000 }, schedule: every, ...o }), pauseAfterFailures: n });
+    const reaped = await createJob(store.ctx, tenantId, withPause(1, { name: 'reaped', deliveryMode: 'at-most-once' }), T0);
+    const released = await createJob(store.ctx, tenantId, withPause(1, { name: 'released', deliveryMode: 'at-most-once' }), T0);
+    const spent = await createJob(store.ctx, tenantId, withPause(2, { name: 'spent', retry: { maxAttempts: 1 } }), T0);
+    const claimed = await claim('A', T0);
+    expect(claimed).toHaveLength(3);
+    await releaseLeases(store.database.db, 'A', claimed.filter((c) => c.jobId === released.id), T0 + 500);
+    expect(await reapExpiredLeases(store.database.db, T0 + 5_000)).toBe(2);
+
+    const jobsNow = await query<{ id: string; status: string; paused_reason: string | null; consecutive_failures: number }>(
+      store.database.db,
+      sql`select id, status, paused_reason, consecutive_failures from jobs where kind = 'callback'`,
+    );
+    const byId = new Map(jobsNow.map((j) => [j.id, { status: j.status, pausedReason: j.paused_reason, failures: Number(j.consecutive_failures) }]));
+    // Ambiguous (at-most-once) and spent runs are failed runs: each counts once, and reaching the limit pauses.
+    expect(byId.get(reaped.id)).toEqual({ status: 'paused', pausedReason: 'consecutive_failures', failures: 1 });
+    expect(byId.get(released.id)).toEqual({ status: 'paused', pausedReason: 'consecutive_failures', failures: 1 });
+    expect(byId.get(spent.id)).toEqual({ status: 'active', pausedReason: null, failures: 1 });
+    // A pause cancels the next occurrence the claim had made; the job below its limit keeps its own.
+    for (const j of [reaped, released]) expect((await runsOf(store.database, j.id)).map((r) => r.status)).toEqual(['failed', 'canceled']);
+    expect((await runsOf(store.database, spent.id)).map((r) => r.status)).toEqual(['failed', 'scheduled']);
+    // And says so, in the same transactions.
+    const paused = await query<{ job_id: string; reason: string }>(
+      store.database.db,
+      sql`select payload->'data'->'job'->>'jobId' as job_id, payload->'data'->>'reason' as reason from runs
+          where trigger = 'notification' and payload->>'type' = 'job.paused'`,
+    );
+    expect(paused.sort((a, b) => a.job_id.localeCompare(b.job_id))).toEqual(
+      [reaped.id, released.id].sort().map((id) => ({ job_id: id, reason: 'consecutive_failures' })),
+    );
+  });
 });

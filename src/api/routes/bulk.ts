@@ -1,7 +1,7 @@
 /**
  * Bulk actions (API.md "Tenant operations"): `DELETE /v1/dead-letters/:runId` (dismiss), `POST /v1/dead-letters/replay`
- * (replay many, 1,000 per call) and `POST /v1/jobs/bulk` (pause, resume or cancel up to 10,000 jobs by filter). Each is
- * one transaction in store/bulk.ts.
+ * (replay many, 1,000 per call) and `POST /v1/jobs/bulk` (pause, resume or cancel up to 10,000 jobs by filter, or
+ * `config.maxBulkJobs`). Each is one transaction in store/bulk.ts.
  *
  * Routing: `POST /v1/dead-letters/replay` and `DELETE /v1/dead-letters/{runId}` differ by method, so `replay` is never
  * taken for a run id: `DELETE /v1/dead-letters/replay` is a 404 (not a UUID), `POST /v1/dead-letters/<id>` a 405.
@@ -136,7 +136,8 @@ export function bulkRoutes(): OpenAPIHono<AppEnv> {
         throw validationError([{ path: 'filter', message: 'name at least one of jobIds, status, q, metadata (non-empty): an empty filter would match every job' }]);
       }
       try {
-        return c.json(await bulkJobAction(c.var.deps.store, c.var.tenantId, action, filter), 200);
+        const maxJobs = c.var.deps.config.maxBulkJobs ?? MAX_BULK_JOBS;
+        return c.json(await bulkJobAction(c.var.deps.store, c.var.tenantId, action, filter, { maxJobs }), 200);
       } catch (err) {
         if (err instanceof BulkLimitError) {
           throw validationError([{ path: 'filter', message: `matches ${err.matched} jobs; at most ${err.max} per call: narrow it (nothing was changed)` }]);

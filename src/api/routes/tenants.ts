@@ -17,6 +17,8 @@ export const TenantSchema = z.object({ tenantId: z.string(), name: z.string(), c
 export const ApiKeySchema = z
   .object({ keyId: z.string(), name: z.string(), prefix: z.string(), createdAt: z.string(), expiresAt: z.string().nullable(), lastUsedAt: z.string().nullable() })
   .openapi('ApiKey');
+/** The body of `POST /v1/signing-secrets/rotate`: the new secret (shown once) and when the previous one stops signing. */
+export const SigningSecretRotationSchema = z.object({ signingSecret: z.string(), previousValidUntil: z.string() });
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -132,7 +134,7 @@ export function tenantRoutes(): OpenAPIHono<AppEnv> {
       middleware: [emptyBody()] as const,
       summary: 'Rotate the signing secret (both sign for 24 h)',
       responses: {
-        201: { description: 'The new secret', content: { 'application/json': { schema: z.object({ signingSecret: z.string(), previousValidUntil: z.string() }) } } },
+        201: { description: 'The new secret', content: { 'application/json': { schema: SigningSecretRotationSchema } } },
         ...problemResponses(401),
       },
     }),

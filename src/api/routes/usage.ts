@@ -11,8 +11,8 @@ const UsageQuery = z.object({
 
 const Count = z.number().int().min(0);
 
-/** The body of `GET /v1/usage` (store/usage.ts `Usage`). */
-const UsageSchema = z
+/** The body of `GET /v1/usage` (store/usage.ts `Usage`; the console's `Usage` type). */
+export const UsageSchema = z
   .object({
     from: z.string().openapi({ description: 'Start of the oldest day covered (midnight UTC), RFC 3339', example: '2026-11-11T00:00:00.000Z' }),
     to: z.string().openapi({ description: 'End of the span covered: now, RFC 3339 UTC', example: '2026-11-24T15:04:05.000Z' }),

@@ -4,7 +4,8 @@
  */
 import type { z } from 'zod';
 import type { AttemptSchema, JobBodySchema, JobSchema, RunSchema, ScheduleSchema } from '../../api/schemas.ts';
-import type { ApiKeySchema, TenantSchema } from '../../api/routes/tenants.ts';
+import type { ApiKeySchema, SigningSecretRotationSchema, TenantSchema } from '../../api/routes/tenants.ts';
+import type { UsageSchema } from '../../api/routes/usage.ts';
 
 export type Job = z.infer<typeof JobSchema>;
 export type JobInput = z.input<typeof JobBodySchema>;
@@ -14,5 +15,11 @@ export type Attempt = z.infer<typeof AttemptSchema>;
 export type RunWithAttempts = Run & { attemptLog: Attempt[] };
 export type ApiKey = z.infer<typeof ApiKeySchema>;
 export type Tenant = z.infer<typeof TenantSchema>;
+/** `POST /v1/api-keys`: the key's listing and the key itself (shown once). */
+export type CreatedKey = ApiKey & { key: string };
+/** `POST /v1/signing-secrets/rotate`: the new secret (shown once) and the end of the previous one's overlap. */
+export type Rotated = z.infer<typeof SigningSecretRotationSchema>;
+/** `GET /v1/usage`. */
+export type Usage = z.infer<typeof UsageSchema>;
 /** A page of a list: the items under their field, and the cursor of the next page (null on the last). */
 export type Page<K extends string, T> = { [k in K]: T[] } & { nextCursor: string | null };

@@ -46,15 +46,15 @@ export type AttemptOutcome = {
  */
 export const FINISH_PLANNER_SETTING = sql`select set_config('enable_nestloop', 'off', true), set_config('enable_bitmapscan', 'off', true)`;
 /**
- * For the statements of a finish after `finishStatement` (jobs and their runs, by id within one bucket): nested loops
- * over the primary key only, as in the claim (CLAIM_PLANNER_SETTING), for the same reason.
+ * For the statements of `recordRunEnds` (jobs and their runs, by id within one bucket), after a finish, a reap or a
+ * release: nested loops over the primary key only, as in the claim (CLAIM_PLANNER_SETTING), for the same reason.
  */
 const FINISH_FOLLOW_UP_SETTING = sql`select set_config('enable_nestloop', 'on', true), set_config('enable_hashjoin', 'off', true),
   set_config('enable_mergejoin', 'off', true)`;
 
 /**
  * Applies a batch of outcomes for lease owner `owner`, in one transaction per bucket: the runs and the attempt log in one
- * statement (`finishStatement`), then what the outcomes mean for their jobs (`afterFinish`: failures in a row, pauses
+ * statement (`finishStatement`), then what the outcomes mean for their jobs (`recordRunEnds`: failures in a row, pauses
  * for a 410 Gone or `pauseAfterFailures`, and the notification events).
  * @returns the ids of the runs whose result was recorded (the others had lost their lease)
  */
@@ -65,30 +65,40 @@ export function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome[]): P
 async function finishBucket(db: Db, owner: string, shard: number, outcomes: AttemptOutcome[]): Promise<Set<string>> {
   return db.transaction(async (tx) => {
     await tx.execute(FINISH_PLANNER_SETTING);
-    const held = await query<HeldRun>(tx, finishStatement(owner, outcomes));
-    // Notification deliveries (runs of hidden jobs) neither count failures nor cause events of their own.
-    const own = held.filter((h) => h.trigger !== RUN_TRIGGER.notification);
-    if (own.length > 0) {
-      // The first setting is for finishStatement only: with it, the job updates below would hash-join a scan of the
-      // bucket's jobs.
-      await tx.execute(FINISH_FOLLOW_UP_SETTING);
-      await afterFinish(tx, shard, own, outcomes, Math.max(...outcomes.map((o) => o.finishedAtMs)));
-    }
+    const held = await query<EndedRun>(tx, finishStatement(owner, outcomes));
+    const pauseReasons = new Map(outcomes.flatMap((o) => (o.pauseReason ? [[o.runId, o.pauseReason] as const] : [])));
+    // FINISH_PLANNER_SETTING is for finishStatement only: recordRunEnds sets its own for the job updates.
+    await recordRunEnds(tx, shard, held, pauseReasons, Math.max(...outcomes.map((o) => o.finishedAtMs)));
     return new Set(held.map((h) => h.id));
   });
 }
 
-/** A run `finishStatement` recorded, with its new status. */
-type HeldRun = { id: string; job_id: string; tenant_id: string; trigger: string; status: string };
+/** A run whose state a finish, a reap or a release has just changed, with its new status. */
+export type EndedRun = { id: string; job_id: string; tenant_id: string; trigger: string; status: string };
 
 /**
- * What the recorded outcomes mean for their jobs, in the finish transaction: the count of failed runs in a row
- * (a success resets it), the pauses (a 410 Gone; `pauseAfterFailures` reached), and the events of it all (docs/design.md
- * invariant 11: committed with the change). Runs only for jobs whose runs ended or failed; a batch of successes of
- * jobs without failures reads their rows and writes nothing.
+ * What runs that just ended (or were sent back to retry) mean for their jobs, in the caller's transaction on bucket
+ * `shard` (the finish, the reaper and a release at shutdown share it, so a run failed as ambiguous counts as any
+ * other): the count of failed runs in a row (a success resets it; `expired` neither counts nor resets), the pauses
+ * (a 410 Gone; `pauseAfterFailures` reached), and the events of it all (docs/design.md invariant 11: committed with
+ * the change). Notification deliveries (runs of hidden jobs) are left out: they neither count failures nor cause
+ * events of their own. Every statement names the bucket; a batch of successes of jobs without failures reads their
+ * rows and writes nothing. Sets FINISH_FOLLOW_UP_SETTING for the rest of the transaction when there is work.
+ * @param ended the runs changed, all of bucket `shard`, with their new status
+ * @param pauseReasons run id → PausedReason its outcome asks for (`gone` for a 410); empty for the reaper
+ * @param nowMs the changes' time (epoch ms): the pauses' `updatedAt` and the events' `occurredAt`
  */
-async function afterFinish(tx: Executor, shard: number, held: HeldRun[], outcomes: AttemptOutcome[], nowMs: number): Promise<void> {
-  const byRun = new Map(outcomes.map((o) => [o.runId, o]));
+export async function recordRunEnds(
+  tx: Executor,
+  shard: number,
+  ended: readonly EndedRun[],
+  pauseReasons: ReadonlyMap<string, string>,
+  nowMs: number,
+): Promise<void> {
+  const held = ended.filter((h) => h.trigger !== RUN_TRIGGER.notification);
+  if (held.length === 0) return;
+  // Nested loops over primary keys for the job updates below: with hash joins they would scan the bucket's jobs.
+  await tx.execute(FINISH_FOLLOW_UP_SETTING);
   const tally = new Map<string, { failed: number; reset: boolean }>();
   for (const h of held) {
     if (h.status !== RUN_STATUS.failed && h.status !== RUN_STATUS.succeeded) continue;
@@ -99,7 +109,7 @@ async function afterFinish(tx: Executor, shard: number, held: HeldRun[], outcome
   }
   const pauses = new Map<string, string>();
   for (const h of held) {
-    const reason = byRun.get(h.id)?.pauseReason;
+    const reason = pauseReasons.get(h.id);
     if (reason) pauses.set(h.job_id, reason);
   }
   if (tally.size > 0) {

@@ -2,14 +2,15 @@
  * The reaper: returns runs whose lease expired (their dispatcher died or stalled mid-delivery) to the queue.
  * At-least-once runs go back to `retrying`, due now, unless their attempts are spent; at-most-once runs end
  * `failed` because the request may have left (docs/design.md invariant 4: an ambiguous outcome is never re-sent).
+ * A run ended `failed` here is a failed run like any other: it counts toward its job's `pauseAfterFailures` and is
+ * announced as `run.failed` (`recordRunEnds`, shared with the finish), in the same transaction.
  */
 import { sql } from 'drizzle-orm';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
-import { query, type Db, type Executor } from '../db.ts';
-import { bucketsToProbe } from '../citus.ts';
+import { query, type Db } from '../db.ts';
+import { acrossBuckets } from '../citus.ts';
 import { eachBucket } from './by-bucket.ts';
-import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
-import { recordEvents } from '../notifications.ts';
+import { recordRunEnds, type EndedRun } from './finish-runs.ts';
 
 /** How often a dispatcher looks for expired leases, in ms. */
 export const REAP_INTERVAL_DEFAULT_MS = 5_000;
@@ -47,9 +48,9 @@ function logLeaseLost(shard: number, nowIso: string, error: string) {
  */
 export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATCH_DEFAULT): Promise<number> {
   const now = new Date(nowMs).toISOString();
-  const buckets = await query<{ shard: number }>(
+  const buckets = await acrossBuckets<{ shard: number }>(
     db,
-    sql`select b.shard from ${await bucketsToProbe(db)}
+    (probed) => sql`select b.shard from ${probed}
         where exists (select 1 from runs where shard = b.shard and lease_expires_at < ${now}::timestamptz)`,
   );
   let reaped = 0;
@@ -61,14 +62,14 @@ export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATC
 }
 
 /**
- * Reaps up to `limit` expired leases of one bucket at `nowMs`, in one transaction with the `run.failed` events of the
- * runs it ends; every statement names the bucket.
+ * Reaps up to `limit` expired leases of one bucket at `nowMs`, in one transaction with what the runs it ends mean for
+ * their jobs (failures in a row, pauses, `run.failed` events: `recordRunEnds`); every statement names the bucket.
  * @returns how many runs were returned or failed
  */
 export async function reapBucket(db: Db, shard: number, nowMs: number, limit: number): Promise<number> {
   const now = new Date(nowMs).toISOString();
   return db.transaction(async (tx) => {
-    const rows = await query<TakenRun>(
+    const rows = await query<EndedRun>(
       tx,
       sql`with taken as (
             update runs r
@@ -80,7 +81,7 @@ export async function reapBucket(db: Db, shard: number, nowMs: number, limit: nu
           logged as (${logLeaseLost(shard, now, 'the lease expired before a result was recorded (dispatcher died or stalled)')})
           select id, job_id, tenant_id, trigger, status from taken`,
     );
-    await recordFailures(tx, rows, nowMs);
+    await recordRunEnds(tx, shard, rows, NO_PAUSE_REASONS, nowMs);
     return rows.length;
   });
 }
@@ -96,7 +97,7 @@ export async function releaseLeases(db: Db, owner: string, held: { shard: number
 async function releaseBucket(db: Db, owner: string, shard: number, runIds: string[], nowMs: number): Promise<void> {
   const now = new Date(nowMs).toISOString();
   await db.transaction(async (tx) => {
-    const rows = await query<TakenRun>(
+    const rows = await query<EndedRun>(
       tx,
       sql`with taken as (
             update runs r
@@ -108,15 +109,9 @@ async function releaseBucket(db: Db, owner: string, shard: number, runIds: strin
           logged as (${logLeaseLost(shard, now, 'released at shutdown before a result was recorded')})
           select id, job_id, tenant_id, trigger, status from taken`,
     );
-    await recordFailures(tx, rows, nowMs);
+    await recordRunEnds(tx, shard, rows, NO_PAUSE_REASONS, nowMs);
   });
 }
 
-/** A run the reaper or a release took back, with its new status. */
-type TakenRun = { id: string; job_id: string; tenant_id: string; trigger: string; status: string };
-
-/** The `run.failed` events of the taken runs that ended failed (not notification deliveries), in the caller's transaction. */
-function recordFailures(tx: Executor, rows: readonly TakenRun[], nowMs: number): Promise<number> {
-  const failed = rows.filter((r) => r.status === RUN_STATUS.failed && r.trigger !== RUN_TRIGGER.notification);
-  return recordEvents(tx, failed.map((r) => ({ type: 'run.failed', tenantId: r.tenant_id, jobId: r.job_id, runId: r.id })), nowMs);
-}
+/** No receiver answered a taken run, so none asked for a pause (a 410 Gone): only failures in a row can pause. */
+const NO_PAUSE_REASONS: ReadonlyMap<string, string> = new Map();

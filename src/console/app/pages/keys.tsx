@@ -5,12 +5,9 @@
 import { useState } from 'preact/hooks';
 import { ApiProblem, storedKey } from '../api.ts';
 import { useSession } from '../session.tsx';
-import type { ApiKey } from '../types.ts';
+import type { ApiKey, CreatedKey, Rotated } from '../types.ts';
 import { ConfirmButton, CopyButton, ErrorNote, Field, Time, useAction, useAsync } from '../ui.tsx';
 import { isoFromLocalInput } from '../local-time.ts';
-
-type CreatedKey = ApiKey & { key: string };
-type Rotated = { signingSecret: string; previousValidUntil: string };
 
 /** The keys and secrets page: API keys, then the signing secret. */
 export function KeysPage() {

@@ -5,9 +5,9 @@
 import { useLocation } from 'preact-iso';
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
-import type { Usage } from '../../../store/usage.ts';
 import { qs } from '../api.ts';
 import { useSession } from '../session.tsx';
+import type { Usage } from '../types.ts';
 import { ErrorNote, useAsync } from '../ui.tsx';
 
 const DAY_CHOICES = [7, 14, 30, 90] as const;
