@@ -21,23 +21,24 @@
  *   connections  = on each coordinator: its dispatchers × (pool + 1 LISTEN) + its API processes × pool; each coordinator
  *                  backend keeps ≤ 1 connection per worker (citus.max_cached_conns_per_worker) and opens up to
  *                  citus.max_adaptive_executor_pool_size (16) per worker for a multi-shard statement.
- * Sources of the defaults (measured on 2 vCPU AMD EPYC, PostgreSQL 15, single PostgreSQL, all processes on one machine):
- *   0.12 PostgreSQL CPU s per 1,000 runs: `npm run bench:db`, 0.113–0.121 (test/bench/README.md, "The database's share
- *     alone"); the noisy workload at 195e95e gave 0.090, a drain planned without statistics 0.15–0.21. Used for the
- *     coordinator AND for the workers together until Citus figures exist: pessimistic for the coordinator, which only
- *     plans and routes single-shard statements, and optimistic for the workers if Citus adds per-statement overhead.
- *   0.15 dispatcher CPU s per 1,000 callbacks: noisy workload, 16 destinations (test/bench/out/noisy-full.md, 0.147);
- *     drain 0.071, burst 0.081, steady 500/s 0.244 (test/bench/results.md). Plain HTTP to 127.0.0.1: no TLS.
+ * Sources of the defaults (measured on 2 vCPU AMD EPYC, PostgreSQL 15, all processes on one machine):
+ *   0.60 coordinator, 0.91 workers (together), 0.41 dispatcher CPU s per 1,000 callbacks: `npm run bench:citus`, a
+ *     drain of 20,000 due runs of 16 tenants on a Citus 13.2 coordinator + 2 workers, two runs: coordinator
+ *     0.616 / 0.592, workers 0.918 / 0.899, dispatcher 0.425 / 0.399 (test/bench/results-citus.md). Every node and
+ *     the dispatcher shared the 2 vCPUs, so CPU was the limit (726–754 callbacks/s). The same drain on one
+ *     PostgreSQL: 0.39–0.51 database CPU s per 1,000 at 1,215–1,582/s (a drain of one tenant's runs: 0.23 at 3,265/s).
+ *     Plain HTTP to 127.0.0.1: no TLS.
  *   0.221 API CPU s per 1,000 POST /v1/jobs (test/bench/results.md, registration).
- *   Fastest measured drain 10,965 callbacks/s (results.md), largest measured table 10 M future runs (results-scale.md).
+ *   Fastest measured drain on Citus 754 callbacks/s (results-citus.md; on one PostgreSQL 10,965, results.md), largest
+ *   measured table 10 M future runs (results-scale.md, one PostgreSQL).
  * Everything else (burst shape, latency, bytes per row, headroom, node size) is modelled: change it by flag.
  */
 import { parseArgs } from 'node:util';
 
 const OPTIONS = {
-  'coordinator-cpu-per-1k': { d: 0.12, h: 'coordinator CPU s per 1,000 callbacks (measured single-PG bench:db figure until Citus is measured)' },
-  'worker-cpu-per-1k': { d: 0.12, h: 'CPU s per 1,000 callbacks of all workers together (same source)' },
-  'dispatcher-cpu-per-1k': { d: 0.15, h: 'dispatcher CPU s per 1,000 callbacks (measured: noisy-full.md)' },
+  'coordinator-cpu-per-1k': { d: 0.6, h: 'coordinator CPU s per 1,000 callbacks (measured: bench:citus, results-citus.md)' },
+  'worker-cpu-per-1k': { d: 0.91, h: 'CPU s per 1,000 callbacks of all workers together (same source)' },
+  'dispatcher-cpu-per-1k': { d: 0.41, h: 'dispatcher CPU s per 1,000 callbacks (same source)' },
   'api-cpu-per-1k': { d: 0.221, h: 'API CPU s per 1,000 requests (measured: POST /v1/jobs)' },
   'api-per-callback': { d: 0.05, h: 'API requests per callback (modelled)' },
   recurring: { d: 1.25, h: 'DB cost factor for the next-run insert of recurring jobs (modelled)' },
@@ -61,7 +62,7 @@ const OPTIONS = {
   'attempt-bytes': { d: 250, h: 'bytes per attempt with its key (modelled)' },
   'storage-per-worker-tb': { d: 4, h: 'usable TB per worker' },
   'callback-bytes': { d: 3000, h: 'bytes on the wire per callback, both ways (modelled)' },
-  'measured-rate': { d: 10_965, h: 'fastest measured drain, callbacks/s (results.md)' },
+  'measured-rate': { d: 754, h: 'fastest measured drain on Citus, callbacks/s (results-citus.md)' },
   'measured-jobs': { d: 10e6, h: 'largest measured table, runs (results-scale.md)' },
 } as const;
 type Name = keyof typeof OPTIONS;
@@ -141,7 +142,7 @@ export function markdown(rows: Row[], p: P): string {
     '',
     'Caveats (one example each; letters in the table):',
     ...notes.map((n) => `- ${n}`),
-    '- Always: per-node costs were measured on one 2-vCPU PostgreSQL (or are placeholders for Citus); everything scales linearly in this model; one coordinator per cluster is a single point of failure.',
+    '- Always: per-node costs were measured on a Citus cluster whose 3 nodes, dispatcher and receiver shared one 2-vCPU machine (CPU-bound, loopback network, no TLS); everything scales linearly in this model; one coordinator per cluster is a single point of failure.',
   ].join('\n');
 }
 

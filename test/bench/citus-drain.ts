@@ -7,6 +7,7 @@
  * `serverCpuSeconds`), so Citus's connections from the coordinator to the workers count too.
  *
  *   npm run bench:citus [-- --runs 20000 --tenants 16 --workers 2 --repeat 1 --postgres URL | --no-postgres]
+ *                       [--citus-setting citus.max_adaptive_executor_pool_size=1 ...]
  *
  * Citus: a throwaway coordinator and `--workers` workers from ../shared/citus (test/support/citus.ts), on this
  * machine's cores like everything else. PostgreSQL: a fresh database on `--postgres` (default TEST_DATABASE_URL or
@@ -39,11 +40,23 @@ type Figures = { target: string; runs: number; callbacksPerSecond: number; cpuPe
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
-async function citusTarget(workers: number): Promise<Target> {
+/**
+ * @param settings `name=value` pairs set on the coordinator's database (`ALTER DATABASE … SET`), for the processes'
+ *   sessions, e.g. `citus.max_adaptive_executor_pool_size=1`
+ */
+async function citusTarget(workers: number, settings: string[]): Promise<Target> {
   const cluster = await startCitusCluster(workers);
+  const sql = connect(cluster.url);
+  for (const s of settings) {
+    const [name, value] = s.split('=') as [string, string];
+    if (!/^[a-z_.]+$/.test(name) || value === undefined) throw new Error(`--citus-setting ${s}: name=value`);
+    await sql.unsafe(`alter database postgres set ${name} = '${value.replaceAll("'", "''")}'`);
+  }
+  await sql.end();
   const nodes: Record<string, number> = { coordinator: await cluster.postmasterPid(cluster.coordinatorPort) };
   for (const [i, port] of cluster.workerPorts.entries()) nodes[`worker ${i + 1}`] = await cluster.postmasterPid(port);
-  return { name: `Citus (coordinator + ${workers} workers)`, url: cluster.url, nodes, close: () => cluster.stop() };
+  const label = `Citus (coordinator + ${workers} workers${settings.length ? `; ${settings.join(', ')}` : ''})`;
+  return { name: label, url: cluster.url, nodes, close: () => cluster.stop() };
 }
 
 async function postgresTarget(adminUrl: string): Promise<Target> {
@@ -52,8 +65,8 @@ async function postgresTarget(adminUrl: string): Promise<Target> {
   // The postmaster is the parent of this connection's backend (same machine).
   const sql = connect(db.url);
   const [row] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
-  await sql.end();
   const stat = readFileSync(`/proc/${row!.pid}/stat`, 'utf8');
+  await sql.end();
   const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
   return {
     name: 'PostgreSQL (one server)',
@@ -152,6 +165,7 @@ async function main(): Promise<void> {
       repeat: { type: 'string', default: '1' },
       postgres: { type: 'string' },
       'no-postgres': { type: 'boolean', default: false },
+      'citus-setting': { type: 'string', multiple: true, default: [] },
     },
   });
   const o = { runs: Number(values.runs), tenants: Number(values.tenants) };
@@ -162,7 +176,7 @@ async function main(): Promise<void> {
   const results: Figures[] = [];
   try {
     for (let i = 0; i < Number(values.repeat); i++) {
-      const targets: (() => Promise<Target>)[] = [() => citusTarget(Number(values.workers))];
+      const targets: (() => Promise<Target>)[] = [() => citusTarget(Number(values.workers), values['citus-setting'])];
       if (!values['no-postgres'] && adminUrl) targets.push(() => postgresTarget(adminUrl));
       for (const make of targets) {
         const target = await make();

@@ -9,6 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { createServer } from 'node:net';
 import { freePort } from './chime-process.ts';
 
 const run = promisify(execFile);
@@ -51,15 +52,41 @@ function pgCtl(args: string[]): Promise<unknown> {
   return run(asRoot ? 'runuser' : PG_CTL, asRoot ? ['-u', 'postgres', '--', PG_CTL, ...args] : args, { timeout: 60_000 });
 }
 
-/** Starts a coordinator and `workers` workers on consecutive ports from a free one. */
+/** Whether `port` can be listened on at 127.0.0.1 right now. */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * Starts a coordinator and `workers` workers on consecutive ports, all free when picked. Another process can take
+ * one between the pick and the start: then the half-started cluster is removed and the start tried again on other
+ * ports, three times in all.
+ * @throws the script's error of the last try
+ */
 export async function startCitusCluster(workers = 2): Promise<CitusCluster> {
-  // A new folder directly in the temp dir, made by the script (owned by the servers' user when run as root: a folder
-  // from mkdtemp is private to its creator, and the servers run as postgres).
-  const dir = join(tmpdir(), `chime-citus-${randomBytes(6).toString('hex')}`);
-  // Consecutive ports from a free one: the next few are free as well almost always; a clash fails the start loudly.
-  const port = await freePort();
-  const { stdout } = await run(join(CITUS_DIR, 'start-cluster.sh'), [dir, String(port), String(workers)], { timeout: 120_000 });
-  const url = stdout.trim().split('\n').pop()!;
+  for (let attempt = 1; ; attempt++) {
+    // A new folder directly in the temp dir, made by the script (owned by the servers' user when run as root: a
+    // folder from mkdtemp is private to its creator, and the servers run as postgres).
+    const dir = join(tmpdir(), `chime-citus-${randomBytes(6).toString('hex')}`);
+    let port = await freePort();
+    for (let i = 0; i < 20 && !(await Promise.all(Array.from({ length: workers }, (_, k) => portFree(port + 1 + k)))).every(Boolean); i++) {
+      port = await freePort();
+    }
+    try {
+      const { stdout } = await run(join(CITUS_DIR, 'start-cluster.sh'), [dir, String(port), String(workers)], { timeout: 120_000 });
+      return clusterAt(dir, port, workers, stdout.trim().split('\n').pop()!);
+    } catch (err) {
+      await run(join(CITUS_DIR, 'stop-cluster.sh'), [dir], { timeout: 60_000 }).catch(() => {});
+      if (attempt >= 3) throw err;
+    }
+  }
+}
+
+function clusterAt(dir: string, port: number, workers: number, url: string): CitusCluster {
   const nodeDir = (p: number) => join(dir, `n${p}`);
   return {
     url,
