@@ -172,18 +172,20 @@ export type FairClaim = {
  * what is left over the buckets that filled their share (`shareLeftover`): one claim transaction per bucket, each
  * naming its bucket only (`claimBucket`).
  * @returns the runs to deliver, bucket after bucket, each bucket's in due order
- * @throws a bucket's error without `o.onBucketError`; with it, an Error when every bucket with due runs failed
+ * @throws a bucket's error without `o.onBucketError`; with it, an Error when every bucket tried failed
  */
 export async function claimRuns(db: Db, o: ClaimOptions & FairClaim): Promise<ClaimedRun[]> {
   const rotation = o.rotation ?? new Rotation();
   const buckets = o.buckets ?? (await dueBuckets(db));
   const claimed: ClaimedRun[] = [];
   let shares = shareClaim(buckets, o.limit, o.nowMs + (o.horizonMs ?? 0), rotation);
+  const tried = new Set<number>();
   const failed = new Set<number>();
   for (let pass = 0; pass < 2 && shares.length > 0; pass++) {
     const served: (BucketShare & { claimed: number })[] = [];
     for (const share of shares) {
       let runs: { deliver: ClaimedRun[]; taken: number };
+      tried.add(share.shard);
       try {
         runs = await claimBucket(db, { ...o, shard: share.shard, limit: share.limit });
       } catch (err) {
@@ -199,10 +201,8 @@ export async function claimRuns(db: Db, o: ClaimOptions & FairClaim): Promise<Cl
     const left = o.limit - served.reduce((n, s) => n + s.claimed, 0);
     shares = shareLeftover(served, left);
   }
-  // Every bucket failed: the database is down, not a part of it (the caller backs off).
-  if (failed.size > 0 && claimed.length === 0 && failed.size === new Set(buckets.map((b) => b.shard)).size) {
-    throw new Error(`claims failed in every bucket with due runs (${failed.size})`);
-  }
+  // Every bucket tried failed: the database is down, not a part of it (the caller backs off).
+  if (failed.size > 0 && failed.size === tried.size) throw new Error(`claims failed in every bucket tried (${failed.size})`);
   return claimed;
 }
 

@@ -1,0 +1,73 @@
+/**
+ * A claim that fails in one bucket (on Citus: the worker holding it is down) goes on with the other buckets when the
+ * caller passes `onBucketError` (the dispatcher does), and throws when every bucket it tried failed, so that the
+ * caller backs off; without `onBucketError` the first failure is thrown. The failure is made with a trigger that
+ * refuses the claim's update in one bucket.
+ */
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { shardOf } from '../../src/domain/shard.ts';
+import { createJob } from '../../src/store/jobs.ts';
+import { claimRuns } from '../../src/store/queue/claim-runs.ts';
+import { DATABASE_TARGETS } from '../support/databases.ts';
+import { createTestTenantIn, openTestStore, T0, testJobSpec, type TestStore } from '../support/store.ts';
+
+describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('a claim with a failing bucket on $kind', (target) => {
+  let store: TestStore;
+  let a: string;
+  let b: string;
+  const claim = (onBucketError?: (shard: number, err: unknown) => void) =>
+    claimRuns(store.database.db, { owner: 'isolation', limit: 10, nowMs: T0, leaseMarginMs: 1_000, onBucketError });
+  const refuseBucket = (shard: number | null) =>
+    store.database.db.execute(
+      sql.raw(`create or replace function test_refuse_claim() returns trigger language plpgsql as $$
+        begin
+          if ${shard === null ? 'true' : `new.shard = ${shard}`} and new.lease_owner is not null then
+            raise exception 'test: bucket down';
+          end if;
+          return new;
+        end $$`),
+    );
+
+  beforeAll(async () => {
+    store = await openTestStore(target);
+    a = await createTestTenantIn(store.ctx, 'a');
+    b = await createTestTenantIn(store.ctx, 'b');
+    while (shardOf(b) === shardOf(a)) b = await createTestTenantIn(store.ctx, 'b');
+    for (const tenant of [a, b]) for (let i = 0; i < 2; i++) await createJob(store.ctx, tenant, testJobSpec(T0), T0);
+    await refuseBucket(shardOf(a));
+    await store.database.db.execute(sql`create trigger test_refuse_claim before update on runs for each row execute function test_refuse_claim()`);
+  });
+  afterAll(() => store?.close());
+  // Every test starts from the four runs waiting, whatever the one before claimed.
+  beforeEach(async () => {
+    await store.database.db.execute(
+      sql`update runs set status = 'scheduled', attempts = 0, lease_owner = null, lease_expires_at = null, next_attempt_at = ${new Date(T0).toISOString()}::timestamptz`,
+    );
+  });
+
+  /** The messages along an error's `cause` chain (drizzle wraps the driver's error). */
+  const chain = (err: unknown): string => {
+    const out: string[] = [];
+    for (let e = err as { message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) out.push(String(e.message));
+    return out.join(' | ');
+  };
+
+  it('without onBucketError, throws the failing bucket error', async () => {
+    expect(chain(await claim().catch((e: unknown) => e))).toMatch(/bucket down/);
+  });
+
+  it("with onBucketError, reports the failing bucket and claims the other bucket's runs", async () => {
+    const failed: number[] = [];
+    const claimed = await claim((shard) => failed.push(shard));
+    expect(failed).toContain(shardOf(a));
+    expect(claimed.map((r) => r.shard)).toEqual([shardOf(b), shardOf(b)]);
+  });
+
+  it('throws when every bucket it tried failed', async () => {
+    await refuseBucket(null);
+    const failed: number[] = [];
+    await expect(claim((shard) => failed.push(shard))).rejects.toThrow(/every bucket tried/);
+    expect(new Set(failed)).toEqual(new Set([shardOf(a), shardOf(b)]));
+  });
+});
