@@ -2,7 +2,8 @@
  * The databases every store, dispatcher and end-to-end test runs against: the embedded PGlite always, and the real
  * PostgreSQL of `TEST_DATABASE_URL` when it is set (CI sets it). Each test file gets a fresh database of its own.
  * The suites that must also hold on a Citus cluster (the main flow, the lifecycle, the cross-tenant suite, the crash
- * test) take `WITH_CITUS`: there a fresh database is a new coordinator with two workers (`CHIME_TEST_CITUS=1`).
+ * test, the hot path's routing) take `WITH_CITUS`: there a fresh database is a new coordinator with two workers
+ * (`CHIME_TEST_CITUS=1`).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
