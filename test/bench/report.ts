@@ -1,6 +1,7 @@
 /**
- * The bench's output: a markdown table per workload (systems as columns, figures as rows, and the ratio
- * Chime / best peer for each figure) and the same data as JSON, plus the machine the figures come from.
+ * The bench's output: a markdown table per workload (systems as columns, figures as rows, and for each figure the
+ * ratios Chime / best tuned raw peer and Chime / best same-work peer) and the same data as JSON, plus the machine
+ * the figures come from.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -110,11 +111,20 @@ function safeRead(path: string): string {
   }
 }
 
+/**
+ * Which peers a ratio compares Chime with:
+ * - `raw`: the best tuned raw peer (pg-boss or graphile-worker tuned, whose handlers only POST); where no tuned
+ *   configuration runs (registration, measured once per family by the defaults), the best raw peer;
+ * - `samework`: the best same-work peer (tuned, signing and recording each callback as Chime does: peers/same-work.ts).
+ */
+export type RatioAgainst = 'raw' | 'samework';
+
 export type Ratio = {
   workload: WorkloadId;
   variant: string | null;
   figure: string;
   better: 'higher' | 'lower';
+  against: RatioAgainst;
   chime: number;
   bestPeer: number;
   bestPeerSystem: SystemId;
@@ -134,33 +144,65 @@ export type Report = {
   ok: boolean;
 };
 
-/** What "tuned" means for each peer (set in test/bench/peers/*.ts). */
+/** What "tuned" and "same work" mean for each peer (set in test/bench/peers/*.ts). */
 export const TUNING = {
   'pgboss-tuned': 'work() with batchSize 100, pollingIntervalSeconds 0.5, burstWhenBatchFull true',
   'graphile-tuned': 'concurrency 50, localQueue.size 500, completeJobBatchDelay 0, failJobBatchDelay 0, pollInterval 500 ms',
+  samework:
+    'The same-work peers (pgboss-samework, graphile-samework) run with their tuned settings, and their handlers do per callback what Chime does ' +
+    'by default: a Standard Webhooks signature (the standardwebhooks package, a fixed whsec_ secret), an Ed25519 JWT over the SHA-256 of the body ' +
+    '(node:crypto, a key per worker process) as chime-signature, and after the response one INSERT of the attempt into a history table ' +
+    '(bench_attempts, primary key (job_id, attempt)) through the worker\'s own pool',
   common: 'Every worker POSTs with an undici Agent (keep-alive 30 s, 16 connections per destination = Chime default per-destination concurrency, 10 s timeout)',
 };
 
-/** Ratios Chime / best peer for every figure with a direction; the best peer is chosen among complete results when any. */
+const SPEC = new Map(SYSTEMS.map((s) => [s.id, s]));
+
+/**
+ * The results `against` compares Chime with in one (workload, variant) group, and whether they are tuned: raw peers
+ * (the tuned ones when any ran, else the defaults), or the same-work peers.
+ */
+function comparedPeers(group: BenchResult[], against: RatioAgainst): { peers: BenchResult[]; tuned: boolean } {
+  const peers = group.filter((r) => r.system !== 'chime' && SPEC.get(r.system)?.sameWork === (against === 'samework'));
+  const tuned = peers.filter((r) => SPEC.get(r.system)?.tuned);
+  return tuned.length > 0 ? { peers: tuned, tuned: true } : { peers, tuned: false };
+}
+
+/**
+ * Ratios Chime / best tuned raw peer and Chime / best same-work peer for every figure with a direction (`against`
+ * says which); the best peer is chosen among complete results when any.
+ */
 export function ratios(results: BenchResult[]): Ratio[] {
   const out: Ratio[] = [];
   for (const group of groups(results)) {
     const chime = group.find((r) => r.system === 'chime');
     if (!chime || chime.error) continue;
-    const peers = group.filter((r) => r.system !== 'chime' && !r.error);
-    const complete = peers.filter((r) => r.ok);
-    const pool = complete.length > 0 ? complete : peers;
-    for (const [figure, value] of Object.entries(chime.figures)) {
-      const meta = FIGURES[figure];
-      if (!meta?.better || value === null || !Number.isFinite(value)) continue;
-      let best: { v: number; s: SystemId } | null = null;
-      for (const p of pool) {
-        const v = p.figures[figure];
-        if (v === null || v === undefined || !Number.isFinite(v)) continue;
-        if (!best || (meta.better === 'higher' ? v > best.v : v < best.v)) best = { v, s: p.system };
+    for (const against of ['raw', 'samework'] as const) {
+      const peers = comparedPeers(group, against).peers.filter((r) => !r.error);
+      const complete = peers.filter((r) => r.ok);
+      const pool = complete.length > 0 ? complete : peers;
+      for (const [figure, value] of Object.entries(chime.figures)) {
+        const meta = FIGURES[figure];
+        if (!meta?.better || value === null || !Number.isFinite(value)) continue;
+        let best: { v: number; s: SystemId } | null = null;
+        for (const p of pool) {
+          const v = p.figures[figure];
+          if (v === null || v === undefined || !Number.isFinite(v)) continue;
+          if (!best || (meta.better === 'higher' ? v > best.v : v < best.v)) best = { v, s: p.system };
+        }
+        if (!best || best.v === 0) continue;
+        out.push({
+          workload: chime.workload,
+          variant: chime.variant,
+          figure,
+          better: meta.better,
+          against,
+          chime: value,
+          bestPeer: best.v,
+          bestPeerSystem: best.s,
+          ratio: value / best.v,
+        });
       }
-      if (!best || best.v === 0) continue;
-      out.push({ workload: chime.workload, variant: chime.variant, figure, better: meta.better, chime: value, bestPeer: best.v, bestPeerSystem: best.s, ratio: value / best.v });
     }
   }
   return out;
@@ -196,9 +238,14 @@ export function renderMarkdown(report: Report): string {
       `pg-boss ${m.versions['pg-boss']}, graphile-worker ${m.versions['graphile-worker']}, undici ${m.versions.undici}.`,
     '',
   );
-  lines.push(`Chime runs with its defaults (the API's per-tenant rate limit, a policy of 100 requests/s, lifted). Tuned peers: pg-boss ${TUNING['pgboss-tuned']}; graphile-worker ${TUNING['graphile-tuned']}. ${TUNING.common}.`, '');
   lines.push(
-    'Ratio = Chime / best peer (best among peers that delivered everything, when any): for ↑ figures above 1 favours Chime, ' +
+    `Chime runs with its defaults (the API's per-tenant rate limit, a policy of 100 requests/s, lifted). Tuned peers: pg-boss ${TUNING['pgboss-tuned']}; ` +
+      `graphile-worker ${TUNING['graphile-tuned']}. ${TUNING.samework}. ${TUNING.common}.`,
+    '',
+  );
+  lines.push(
+    'Ratios = Chime / best tuned raw peer (pg-boss or graphile-worker tuned; registration: the peers as measured) and Chime / best same-work peer, ' +
+      'each the best among those peers that delivered everything, when any: for ↑ figures above 1 favours Chime, ' +
       'for ↓ figures below 1 does. `*` marks a run that hit its time cap or lost runs; its figures cover what it did.',
     '',
   );
@@ -208,8 +255,15 @@ export function renderMarkdown(report: Report): string {
     lines.push(`## ${TITLES[first.workload](report.plan)}${first.variant ? ` — ${first.variant}` : ''}`, '');
     // Registration is per family (worker tuning plays no part), so its columns are named by the family alone.
     const label = (s: (typeof SYSTEMS)[number]) => (first.workload === 'registration' ? s.label.replace(' (defaults)', '') : s.label);
-    lines.push(`| figure | ${present.map(label).join(' | ')} | Chime / best peer |`);
-    lines.push(`| --- | ${present.map(() => '---:').join(' | ')} | ---: |`);
+    // One ratio column per kind of peer that ran beside Chime: tuned raw (or, for registration, the raw peers), same work.
+    const withChime = group.some((r) => r.system === 'chime');
+    const columns = (['raw', 'samework'] as const)
+      .map((against) => ({ against, ...comparedPeers(group, against) }))
+      .filter((c) => withChime && c.peers.length > 0)
+      .map((c) => ({ against: c.against, title: c.against === 'samework' ? 'Chime / best same-work peer' : c.tuned ? 'Chime / best tuned raw peer' : 'Chime / best peer' }));
+    const row = (cells: string[]) => `| ${cells.join(' | ')} |`;
+    lines.push(row(['figure', ...present.map(label), ...columns.map((c) => c.title)]));
+    lines.push(row(['---', ...[...present, ...columns].map(() => '---:')]));
     const bySystem = new Map(group.map((r) => [r.system, r]));
     if (group.some((r) => r.n !== null)) {
       const cells = present.map((s) => {
@@ -218,7 +272,7 @@ export function renderMarkdown(report: Report): string {
         if (r.error) return 'error';
         return `${fmt(r.delivered, 0)} / ${fmt(r.recorded, 0)} of ${fmt(r.n, 0)}${r.ok ? '' : '*'}`;
       });
-      lines.push(`| delivered / recorded | ${cells.join(' | ')} | |`);
+      lines.push(row(['delivered / recorded', ...cells, ...columns.map(() => '')]));
     }
     const figures = Object.keys(FIGURES).filter((f) => group.some((r) => r.figures[f] !== undefined));
     for (const f of figures) {
@@ -230,8 +284,11 @@ export function renderMarkdown(report: Report): string {
         const v = r.figures[f];
         return v === undefined ? '' : `${fmt(v, meta.digits)}${r.ok ? '' : '*'}`;
       });
-      const ratio = report.ratios.find((x) => x.workload === first.workload && x.variant === first.variant && x.figure === f);
-      lines.push(`| ${meta.label}${arrow} | ${cells.join(' | ')} | ${ratio ? `${ratio.ratio.toFixed(2)} (vs ${ratio.bestPeerSystem})` : ''} |`);
+      const ratioCells = columns.map((c) => {
+        const ratio = report.ratios.find((x) => x.workload === first.workload && x.variant === first.variant && x.figure === f && x.against === c.against);
+        return ratio ? `${ratio.ratio.toFixed(2)} (vs ${ratio.bestPeerSystem})` : '';
+      });
+      lines.push(row([`${meta.label}${arrow}`, ...cells, ...ratioCells]));
     }
     const notes = group.flatMap((r) => [...(r.error ? [`error: ${r.error}`] : []), ...r.notes].map((n) => `- ${r.system}: ${n}`));
     if (notes.length) lines.push('', ...notes);

@@ -1,8 +1,9 @@
 /**
- * The HTTP client both peer workers use, set up like Chime's (src/dispatch/deliver.ts): an undici Agent with
- * keep-alive (30 s idle) and `request` (not `fetch`), at most 16 connections per destination (Chime's default
- * CHIME_DISPATCH_PER_DESTINATION), a 10 s timeout (Chime's default callback timeout), the body read to the end so
- * the connection is reused. A non-2xx answer throws, so the peer records a failure and retries as it would.
+ * The HTTP client every peer worker uses (the same-work peers' too, peers/same-work.ts), set up like Chime's
+ * (src/dispatch/deliver.ts): an undici Agent with keep-alive (30 s idle) and `request` (not `fetch`), at most 16
+ * connections per destination (Chime's default CHIME_DISPATCH_PER_DESTINATION), a 10 s timeout (Chime's default
+ * callback timeout), the body read to the end so the connection is reused. A non-2xx answer throws, so the peer
+ * records a failure and retries as it would.
  */
 import { Agent } from 'undici';
 
@@ -24,9 +25,14 @@ export function payload(n: number, dueAtMs: number, urls: readonly string[] | nu
   return p;
 }
 
+/** The HTTP client of every peer worker: keep-alive 30 s, `CONNECTIONS_PER_DESTINATION` connections per origin. */
+export function createAgent(): Agent {
+  return new Agent({ keepAliveTimeout: 30_000, connections: CONNECTIONS_PER_DESTINATION });
+}
+
 /** Makes the `post(url, id, payload)` function of a peer worker. */
 export function createPoster(): (url: string, id: string, payload: BenchPayload) => Promise<void> {
-  const agent = new Agent({ keepAliveTimeout: 30_000, connections: CONNECTIONS_PER_DESTINATION });
+  const agent = createAgent();
   return async (url, id, payload) => {
     const u = new URL(url);
     const body = JSON.stringify(payload);

@@ -1,16 +1,21 @@
 /**
  * graphile-worker 0.18 under the benchmark: jobs are added from the harness with `addJobs` (`runAt` = the due
  * time) and run by peers/graphile-worker.ts in its own process, with graphile-worker's defaults or its documented
- * tuning. A job is recorded done when graphile-worker deletes it (its behaviour on success).
+ * tuning, or by peers/graphile-samework-worker.ts (tuned, doing Chime's work per callback: peers/same-work.ts) for
+ * `graphile-samework`. A job is recorded done when graphile-worker deletes it (its behaviour on success); a same-work
+ * job, when it also has its successful attempt row in the history table (systems/history.ts).
  */
 import { makeWorkerUtils, runMigrations, type WorkerUtils } from 'graphile-worker';
 import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
 import { payload } from '../peers/post.ts';
+import { installHistory, withHistory } from './history.ts';
 import { builtPeer, spawnNode, type NodeProcess } from './process.ts';
 import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchContext, type BenchSystem, type EnqueueOptions, type EnqueueResult, type SystemSpec, type Tally } from './types.ts';
 
 /** The worker process's script (bundled before the run by `buildSystems`). */
 export const GRAPHILE_WORKER_SCRIPT = 'test/bench/peers/graphile-worker.ts';
+/** The same-work peer's worker script (`graphile-samework`). */
+export const GRAPHILE_SAMEWORK_WORKER_SCRIPT = 'test/bench/peers/graphile-samework-worker.ts';
 
 /** The task identifier of every bench job (peers/graphile-worker.ts). */
 export const GRAPHILE_TASK = 'bench_post';
@@ -34,9 +39,10 @@ export class GraphileSystem implements BenchSystem {
     this.sql = connect(dbUrl);
   }
 
-  /** Applies graphile-worker's migrations to the template database. */
+  /** Applies graphile-worker's migrations to the template database and creates the same-work peer's history table. */
   static async install(dbUrl: string): Promise<void> {
     await runMigrations({ connectionString: dbUrl });
+    await installHistory(dbUrl);
   }
 
   static async create(spec: SystemSpec, ctx: BenchContext): Promise<GraphileSystem> {
@@ -80,7 +86,7 @@ export class GraphileSystem implements BenchSystem {
   }
 
   async startWorker(onSpawned?: (pid: number) => Promise<void>): Promise<void> {
-    this.worker = spawnNode(builtPeer(GRAPHILE_WORKER_SCRIPT), [], {
+    this.worker = spawnNode(builtPeer(this.spec.sameWork ? GRAPHILE_SAMEWORK_WORKER_SCRIPT : GRAPHILE_WORKER_SCRIPT), [], {
       BENCH_DATABASE_URL: this.dbUrl,
       BENCH_CALLBACK_URL: this.ctx.callbackUrl,
       BENCH_TUNED: this.spec.tuned ? '1' : '0',
@@ -106,7 +112,8 @@ export class GraphileSystem implements BenchSystem {
       select count(*)::int as left, count(*) filter (where attempts >= max_attempts)::int as failed
       from graphile_worker._private_jobs where id > ${this.boundaryId}::bigint and run_at < ${horizon}`;
     // Completed jobs are deleted, so their attempts are not kept.
-    return { completed: this.dueAdded - row!.left, failed: row!.failed, retries: null };
+    const queue: Tally = { completed: this.dueAdded - row!.left, failed: row!.failed, retries: null };
+    return this.spec.sameWork ? withHistory(this.sql, queue) : queue;
   }
 
   async addFutureRows(count: number): Promise<void> {

@@ -1,17 +1,22 @@
 /**
  * pg-boss 12 under the benchmark: jobs are sent from the harness with `insert` (`startAfter` = the due time), and
- * worked by peers/pgboss-worker.ts in its own process, with pg-boss's defaults or its documented tuning.
- * A job is recorded done when its state is `completed` (kept 7 days by default, so it can be counted).
+ * worked by peers/pgboss-worker.ts in its own process, with pg-boss's defaults or its documented tuning, or by
+ * peers/pgboss-samework-worker.ts (tuned, doing Chime's work per callback: peers/same-work.ts) for `pgboss-samework`.
+ * A job is recorded done when its state is `completed` (kept 7 days by default, so it can be counted); a same-work
+ * job, when it also has its successful attempt row in the history table (systems/history.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { PgBoss } from 'pg-boss';
 import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
 import { payload } from '../peers/post.ts';
+import { installHistory, withHistory } from './history.ts';
 import { builtPeer, spawnNode, type NodeProcess } from './process.ts';
 import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchContext, type BenchSystem, type EnqueueOptions, type EnqueueResult, type SystemSpec, type Tally } from './types.ts';
 
 /** The worker process's script (bundled before the run by `buildSystems`). */
 export const PGBOSS_WORKER_SCRIPT = 'test/bench/peers/pgboss-worker.ts';
+/** The same-work peer's worker script (`pgboss-samework`). */
+export const PGBOSS_SAMEWORK_WORKER_SCRIPT = 'test/bench/peers/pgboss-samework-worker.ts';
 
 export const PGBOSS_QUEUE = 'bench';
 /** Inserts in flight at once while loading (as for Chime's batches). */
@@ -46,13 +51,14 @@ export class PgBossSystem implements BenchSystem {
     this.boss = harnessBoss(dbUrl);
   }
 
-  /** Installs pg-boss's schema and the bench queue in the template database. */
+  /** Installs pg-boss's schema, the bench queue and the same-work peer's history table in the template database. */
   static async install(dbUrl: string): Promise<void> {
     const boss = new PgBoss({ connectionString: dbUrl, supervise: false, schedule: false });
     boss.on('error', (err) => console.error('pg-boss (install) error:', err));
     await boss.start();
     await boss.createQueue(PGBOSS_QUEUE);
     await boss.stop({ graceful: false });
+    await installHistory(dbUrl);
   }
 
   static async create(spec: SystemSpec, ctx: BenchContext): Promise<PgBossSystem> {
@@ -93,7 +99,7 @@ export class PgBossSystem implements BenchSystem {
   }
 
   async startWorker(onSpawned?: (pid: number) => Promise<void>): Promise<void> {
-    this.worker = spawnNode(builtPeer(PGBOSS_WORKER_SCRIPT), [], {
+    this.worker = spawnNode(builtPeer(this.spec.sameWork ? PGBOSS_SAMEWORK_WORKER_SCRIPT : PGBOSS_WORKER_SCRIPT), [], {
       BENCH_DATABASE_URL: this.dbUrl,
       BENCH_CALLBACK_URL: this.ctx.callbackUrl,
       BENCH_QUEUE: PGBOSS_QUEUE,
@@ -123,7 +129,8 @@ export class PgBossSystem implements BenchSystem {
              count(*) filter (where state = 'failed')::int as failed,
              coalesce(sum(retry_count), 0)::int as retries
       from pgboss.job where name = ${PGBOSS_QUEUE} and id >= ${DUE_ID_MIN}::uuid and start_after < ${horizon}`;
-    return { completed: row!.completed, failed: row!.failed, retries: row!.retries };
+    const queue: Tally = { completed: row!.completed, failed: row!.failed, retries: row!.retries };
+    return this.spec.sameWork ? withHistory(this.sql, queue) : queue;
   }
 
   async addFutureRows(count: number): Promise<void> {

@@ -5,8 +5,11 @@
  */
 import type { DatabaseFactory } from '../db.ts';
 
-/** The configurations measured: Chime with its defaults, each peer with its defaults and with its documented tuning. */
-export type SystemId = 'chime' | 'pgboss' | 'pgboss-tuned' | 'graphile' | 'graphile-tuned';
+/**
+ * The configurations measured: Chime with its defaults; each peer with its defaults, with its documented tuning, and
+ * tuned with the same work per callback as Chime (`-samework`: signatures and an attempt row, peers/same-work.ts).
+ */
+export type SystemId = 'chime' | 'pgboss' | 'pgboss-tuned' | 'pgboss-samework' | 'graphile' | 'graphile-tuned' | 'graphile-samework';
 export type Family = 'chime' | 'pgboss' | 'graphile';
 
 export type SystemSpec = {
@@ -14,6 +17,12 @@ export type SystemSpec = {
   family: Family;
   /** Runs with the peer's documented tuning (false: out-of-the-box defaults). */
   tuned: boolean;
+  /**
+   * A same-work peer: tuned, and its handler does per callback what Chime does by default (a Standard Webhooks
+   * signature, an Ed25519 JWT, an attempt row in a history table: peers/same-work.ts). False: a raw peer, whose
+   * handler only POSTs.
+   */
+  sameWork: boolean;
   label: string;
 };
 
@@ -27,11 +36,13 @@ export const FUTURE_OFFSET_MS = 10 * 365 * 86_400_000;
 export const FUTURE_CHUNK = 1_000_000;
 
 export const SYSTEMS: readonly SystemSpec[] = Object.freeze([
-  { id: 'chime', family: 'chime', tuned: false, label: 'Chime (defaults)' },
-  { id: 'pgboss', family: 'pgboss', tuned: false, label: 'pg-boss (defaults)' },
-  { id: 'pgboss-tuned', family: 'pgboss', tuned: true, label: 'pg-boss (tuned)' },
-  { id: 'graphile', family: 'graphile', tuned: false, label: 'graphile-worker (defaults)' },
-  { id: 'graphile-tuned', family: 'graphile', tuned: true, label: 'graphile-worker (tuned)' },
+  { id: 'chime', family: 'chime', tuned: false, sameWork: false, label: 'Chime (defaults)' },
+  { id: 'pgboss', family: 'pgboss', tuned: false, sameWork: false, label: 'pg-boss (defaults)' },
+  { id: 'pgboss-tuned', family: 'pgboss', tuned: true, sameWork: false, label: 'pg-boss (tuned)' },
+  { id: 'pgboss-samework', family: 'pgboss', tuned: true, sameWork: true, label: 'pg-boss (tuned, same work)' },
+  { id: 'graphile', family: 'graphile', tuned: false, sameWork: false, label: 'graphile-worker (defaults)' },
+  { id: 'graphile-tuned', family: 'graphile', tuned: true, sameWork: false, label: 'graphile-worker (tuned)' },
+  { id: 'graphile-samework', family: 'graphile', tuned: true, sameWork: true, label: 'graphile-worker (tuned, same work)' },
 ]);
 
 /** Shared by every system of a bench run. */
@@ -47,12 +58,17 @@ export type BenchContext = {
 
 /** Counts from the system's own records of the due runs, read after a workload. */
 export type Tally = {
-  /** Recorded as done: Chime runs `succeeded`, pg-boss jobs `completed`, graphile jobs deleted. */
+  /**
+   * Recorded as done: Chime runs `succeeded`, pg-boss jobs `completed`, graphile jobs deleted; for the same-work
+   * peers, only those jobs that also have an attempt row in the history table.
+   */
   completed: number;
   /** Recorded as failed for good. */
   failed: number;
   /** Attempts beyond the first (retries), where the system keeps them. */
   retries: number | null;
+  /** Something the figures do not show (e.g. jobs done without an attempt row), for the result's notes. */
+  notes?: string[];
 };
 
 export type EnqueueResult = { count: number; ms: number; jobsPerSecond: number };

@@ -86,6 +86,7 @@ export async function watchDelivery(
   stats = await receiver.stats();
   const tally = await sys.tally();
   if (stats.total > stats.unique) notes.push(`${stats.total - stats.unique} duplicate deliveries`);
+  notes.push(...(tally.notes ?? []));
   return {
     n: o.n,
     stats,

@@ -28,7 +28,7 @@ export type Plan = {
   capMs: number;
   /** The same for the peers' out-of-the-box configurations, known to be slow (pg-boss: one job per 2 s poll). */
   defaultsCapMs: number;
-  /** Workloads the peers' default configurations run (the others compare Chime with the tuned peers). */
+  /** Workloads the peers' default configurations run (the others compare Chime with the tuned and same-work peers). */
   defaultsWorkloads: readonly WorkloadId[];
   /** Per-system run counts replacing `drain.n` (quick mode keeps pg-boss's defaults within seconds). */
   drainN: Partial<Record<SystemId, number>>;
@@ -52,13 +52,18 @@ export type NoisyPlan = {
   baseline: boolean;
 };
 
-/** The drain workload's callbacks/s per configuration in test/bench/results.md (2 vCPU, PostgreSQL 15), rounded. */
+/**
+ * The drain workload's callbacks/s per configuration in test/bench/results.md (2 vCPU, PostgreSQL 15), rounded; the
+ * same-work peers' from their first drains (test/bench/README.md), scaled by their tuned siblings' rates there and here.
+ */
 const EXPECTED_DRAIN_PER_SECOND: Record<SystemId, number> = {
   chime: 11_000,
   pgboss: 0.5,
   'pgboss-tuned': 4_000,
+  'pgboss-samework': 3_000,
   graphile: 1_700,
   'graphile-tuned': 14_000,
+  'graphile-samework': 5_500,
 };
 
 export const FULL_PLAN: Plan = {
