@@ -14,8 +14,8 @@ import { DatabaseFactory } from './db.ts';
 import { startBenchReceiver, type BenchReceiver } from './receiver.ts';
 import { describeMachine, ratios, renderMarkdown, TUNING, type Report } from './report.ts';
 import { installSchema } from './systems/index.ts';
-import { GRAPHILE_SAMEWORK_WORKER_SCRIPT, GRAPHILE_WORKER_SCRIPT } from './systems/graphile.ts';
-import { PGBOSS_SAMEWORK_WORKER_SCRIPT, PGBOSS_WORKER_SCRIPT } from './systems/pgboss.ts';
+import { GRAPHILE_WORKER_SCRIPT } from './systems/graphile.ts';
+import { PGBOSS_WORKER_SCRIPT } from './systems/pgboss.ts';
 import { buildSystems, killAll, ROOT } from './systems/process.ts';
 import { SYSTEMS, type BenchContext, type Family, type SystemSpec } from './systems/types.ts';
 import { burst } from './workloads/burst.ts';
@@ -84,7 +84,7 @@ async function main(): Promise<number> {
     if (stale.length) log(`dropped ${stale.length} databases left by earlier runs`);
     const machine = describeMachine(await databases.serverVersion());
     log(`bench (${plan.quick ? 'quick' : 'full'}): ${specs.map((s) => s.id).join(', ')} × ${workloads.join(', ')} on ${machine.cpuModel} ×${machine.cores}, load ${machine.loadAverage1m.toFixed(2)}`);
-    await buildSystems([GRAPHILE_WORKER_SCRIPT, GRAPHILE_SAMEWORK_WORKER_SCRIPT, PGBOSS_WORKER_SCRIPT, PGBOSS_SAMEWORK_WORKER_SCRIPT]);
+    await buildSystems([GRAPHILE_WORKER_SCRIPT, PGBOSS_WORKER_SCRIPT]);
     receiver = await startBenchReceiver();
     const templates = {} as Record<Family, string>;
     for (const family of families) {

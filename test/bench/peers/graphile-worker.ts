@@ -4,13 +4,19 @@
  * graphile-worker's documented performance options (GraphileConfig.WorkerOptions in
  * node_modules/graphile-worker/dist/index.d.ts; worker.graphile.org/docs/performance): concurrency 50,
  * `localQueue.size` 500, `completeJobBatchDelay` and `failJobBatchDelay` 0, `pollInterval` 500 ms (peers/tuning.ts);
- * otherwise everything is graphile-worker's default. Logging is at warning level for both, as Chime runs with
- * CHIME_LOG_LEVEL=warn (graphile-worker otherwise logs a line per completed job). Prints `ready` once running.
+ * otherwise everything is graphile-worker's default. BENCH_SAME_WORK=1 (the `graphile-samework` system, tuned) makes
+ * the task do per callback what a webhook scheduler built on graphile-worker must do to match Chime's defaults
+ * (peers/same-work.ts): a Standard Webhooks signature, an Ed25519 JWT over the body's hash, and after the response one
+ * INSERT of the attempt into `bench_attempts` through graphile-worker's own pool (`helpers.query`); the attempt number
+ * is the job's `attempts` (counted when the job is taken), and a failed callback is recorded, then thrown, so
+ * graphile-worker retries it. Logging is at warning level, as Chime runs with CHIME_LOG_LEVEL=warn (graphile-worker
+ * otherwise logs a line per completed job). Prints `ready` once running.
  *
- * Env: BENCH_DATABASE_URL, BENCH_CALLBACK_URL, BENCH_TUNED (1|0).
+ * Env: BENCH_DATABASE_URL, BENCH_CALLBACK_URL, BENCH_TUNED (1|0), BENCH_SAME_WORK (1|0).
  */
 import { Logger, run } from 'graphile-worker';
 import { createPoster, type BenchPayload } from './post.ts';
+import { createSameWork } from './same-work.ts';
 import { GRAPHILE_TUNING } from './tuning.ts';
 import { endProcess } from '../end-process.ts';
 
@@ -25,7 +31,8 @@ const warnings = new Logger(() => (level, message) => {
   if (level === 'error' || level === 'warning') console.error(`graphile-worker ${level}: ${message}`);
 });
 
-const post = createPoster();
+const deliver = process.env.BENCH_SAME_WORK === '1' ? createSameWork() : null;
+const post = deliver ? null : createPoster();
 const runner = await run({
   connectionString: url,
   logger: warnings,
@@ -33,7 +40,9 @@ const runner = await run({
   taskList: {
     [GRAPHILE_TASK]: async (payload, helpers) => {
       const p = payload as BenchPayload;
-      await post(p.url ?? callbackUrl, String(helpers.job.id), p);
+      const to = p.url ?? callbackUrl;
+      if (deliver) await deliver(to, String(helpers.job.id), helpers.job.attempts, p, (text, values) => helpers.query(text, values));
+      else await post!(to, String(helpers.job.id), p);
     },
   },
   ...(tuned ? GRAPHILE_TUNING : {}),

@@ -1,7 +1,7 @@
 /**
  * What a webhook scheduler built on pg-boss or graphile-worker has to do per callback to match what Chime does by
  * default (src/dispatch/callback-request.ts, sign.ts, jwt-node.ts, and the attempt log of src/store/schema.ts), used
- * by the same-work peers (peers/*-samework-worker.ts):
+ * by the same-work peers (peers/pgboss-worker.ts and peers/graphile-worker.ts with BENCH_SAME_WORK=1):
  *
  * 1. a Standard Webhooks signature over the body with the `standardwebhooks` package (the reference library a user
  *    would reach for), under a fixed `whsec_` secret, sent as `webhook-id` (the job id, the same on every attempt, as

@@ -1,6 +1,6 @@
 /**
  * The peers' documented tuning, shared by the tuned workers (peers/pgboss-worker.ts, peers/graphile-worker.ts with
- * BENCH_TUNED=1) and the same-work workers (peers/*-samework-worker.ts), which run with the very same settings.
+ * BENCH_TUNED=1), also when they do the same work as Chime (BENCH_SAME_WORK=1).
  */
 import type { RunnerOptions } from 'graphile-worker';
 import type { WorkOptions } from 'pg-boss';

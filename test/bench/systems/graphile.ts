@@ -1,8 +1,8 @@
 /**
  * graphile-worker 0.18 under the benchmark: jobs are added from the harness with `addJobs` (`runAt` = the due
  * time) and run by peers/graphile-worker.ts in its own process, with graphile-worker's defaults or its documented
- * tuning, or by peers/graphile-samework-worker.ts (tuned, doing Chime's work per callback: peers/same-work.ts) for
- * `graphile-samework`. A job is recorded done when graphile-worker deletes it (its behaviour on success); a same-work
+ * tuning, or, for `graphile-samework`, tuned and doing Chime's work per callback (BENCH_SAME_WORK=1:
+ * peers/same-work.ts). A job is recorded done when graphile-worker deletes it (its behaviour on success); a same-work
  * job, when it also has its successful attempt row in the history table (systems/history.ts).
  */
 import { makeWorkerUtils, runMigrations, type WorkerUtils } from 'graphile-worker';
@@ -14,8 +14,6 @@ import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchConte
 
 /** The worker process's script (bundled before the run by `buildSystems`). */
 export const GRAPHILE_WORKER_SCRIPT = 'test/bench/peers/graphile-worker.ts';
-/** The same-work peer's worker script (`graphile-samework`). */
-export const GRAPHILE_SAMEWORK_WORKER_SCRIPT = 'test/bench/peers/graphile-samework-worker.ts';
 
 /** The task identifier of every bench job (peers/graphile-worker.ts). */
 export const GRAPHILE_TASK = 'bench_post';
@@ -86,10 +84,11 @@ export class GraphileSystem implements BenchSystem {
   }
 
   async startWorker(onSpawned?: (pid: number) => Promise<void>): Promise<void> {
-    this.worker = spawnNode(builtPeer(this.spec.sameWork ? GRAPHILE_SAMEWORK_WORKER_SCRIPT : GRAPHILE_WORKER_SCRIPT), [], {
+    this.worker = spawnNode(builtPeer(GRAPHILE_WORKER_SCRIPT), [], {
       BENCH_DATABASE_URL: this.dbUrl,
       BENCH_CALLBACK_URL: this.ctx.callbackUrl,
       BENCH_TUNED: this.spec.tuned ? '1' : '0',
+      BENCH_SAME_WORK: this.spec.sameWork ? '1' : '0',
     });
     await onSpawned?.(this.worker.pid);
     await this.worker.waitForLine((l) => l.trim() === 'ready', 60_000, 'the graphile worker to be ready');

@@ -1,7 +1,7 @@
 /**
  * pg-boss 12 under the benchmark: jobs are sent from the harness with `insert` (`startAfter` = the due time), and
  * worked by peers/pgboss-worker.ts in its own process, with pg-boss's defaults or its documented tuning, or by
- * peers/pgboss-samework-worker.ts (tuned, doing Chime's work per callback: peers/same-work.ts) for `pgboss-samework`.
+ * for `pgboss-samework`, tuned and doing Chime's work per callback (BENCH_SAME_WORK=1: peers/same-work.ts).
  * A job is recorded done when its state is `completed` (kept 7 days by default, so it can be counted); a same-work
  * job, when it also has its successful attempt row in the history table (systems/history.ts).
  */
@@ -15,8 +15,6 @@ import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchConte
 
 /** The worker process's script (bundled before the run by `buildSystems`). */
 export const PGBOSS_WORKER_SCRIPT = 'test/bench/peers/pgboss-worker.ts';
-/** The same-work peer's worker script (`pgboss-samework`). */
-export const PGBOSS_SAMEWORK_WORKER_SCRIPT = 'test/bench/peers/pgboss-samework-worker.ts';
 
 export const PGBOSS_QUEUE = 'bench';
 /** Inserts in flight at once while loading (as for Chime's batches). */
@@ -99,11 +97,12 @@ export class PgBossSystem implements BenchSystem {
   }
 
   async startWorker(onSpawned?: (pid: number) => Promise<void>): Promise<void> {
-    this.worker = spawnNode(builtPeer(this.spec.sameWork ? PGBOSS_SAMEWORK_WORKER_SCRIPT : PGBOSS_WORKER_SCRIPT), [], {
+    this.worker = spawnNode(builtPeer(PGBOSS_WORKER_SCRIPT), [], {
       BENCH_DATABASE_URL: this.dbUrl,
       BENCH_CALLBACK_URL: this.ctx.callbackUrl,
       BENCH_QUEUE: PGBOSS_QUEUE,
       BENCH_TUNED: this.spec.tuned ? '1' : '0',
+      BENCH_SAME_WORK: this.spec.sameWork ? '1' : '0',
     });
     await onSpawned?.(this.worker.pid);
     await this.worker.waitForLine((l) => l.trim() === 'ready', 60_000, 'the pg-boss worker to be ready');
