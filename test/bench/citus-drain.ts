@@ -13,7 +13,7 @@
  * machine's cores like everything else. PostgreSQL: a fresh database on `--postgres` (default TEST_DATABASE_URL or
  * DATABASE_URL), whose server CPU includes whatever else runs there. Writes test/bench/results-citus.{json,md}.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
@@ -23,7 +23,7 @@ import { startCitusCluster } from '../support/citus.ts';
 import { TEST_ENCRYPTION_KEY } from '../support/databases.ts';
 import { connect, DatabaseFactory } from './db.ts';
 import { endProcess } from './end-process.ts';
-import { cpuSeconds, serverCpuSeconds } from './proc-stats.ts';
+import { cpuSeconds, parentPid, serverCpuSeconds } from './proc-stats.ts';
 import { startBenchReceiver, type BenchReceiver } from './receiver.ts';
 import { chimeJobBody } from './systems/chime.ts';
 
@@ -65,9 +65,9 @@ async function postgresTarget(adminUrl: string): Promise<Target> {
   // The postmaster is the parent of this connection's backend (same machine).
   const sql = connect(db.url);
   const [row] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
-  const stat = readFileSync(`/proc/${row!.pid}/stat`, 'utf8');
+  const ppid = parentPid(row!.pid);
   await sql.end();
-  const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  if (ppid === null) throw new Error('the PostgreSQL server is not on this machine: its CPU cannot be read');
   return {
     name: 'PostgreSQL (one server)',
     url: db.url,

@@ -21,21 +21,36 @@ export function clockTicksPerSecond(): number {
   return ticks;
 }
 
-/** CPU seconds (user + system) the process `pid` has used so far, or null when it cannot be read. */
-export function cpuSeconds(pid: number): number | null {
+/**
+ * The fields of `/proc/<pid>/stat` from field 3 (state) on, so that field k is at index k - 3; null when the process
+ * cannot be read. The command name (field 2) is parenthesised and may contain spaces: the split starts after its
+ * closing parenthesis.
+ */
+export function statFields(pid: number): string[] | null {
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch {
     return null;
   }
-  // The command name (field 2) is parenthesised and may contain spaces: split after its closing parenthesis.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // fields[0] is field 3 (state); utime is field 14, stime field 15.
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** CPU seconds (user + system) the process `pid` has used so far, or null when it cannot be read. */
+export function cpuSeconds(pid: number): number | null {
+  const fields = statFields(pid);
+  if (!fields) return null;
+  // utime is field 14, stime field 15.
   const utime = Number(fields[11]);
   const stime = Number(fields[12]);
   if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
   return (utime + stime) / clockTicksPerSecond();
+}
+
+/** The parent's pid of `pid` (field 4 of `/proc/<pid>/stat`), or null when the process cannot be read. */
+export function parentPid(pid: number): number | null {
+  const fields = statFields(pid);
+  return fields ? Number(fields[1]) : null;
 }
 
 /** Sum of `cpuSeconds` over `pids`, as a map pid → seconds (unreadable pids are left out). */
@@ -75,21 +90,13 @@ export function cpuDelta(before: Record<number, number>, after: Record<number, n
  * @returns null when the postmaster cannot be read
  */
 export function serverCpuSeconds(postmasterPid: number): number | null {
-  const fieldsOf = (pid: number): string[] | null => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    } catch {
-      return null;
-    }
-  };
-  const own = fieldsOf(postmasterPid);
+  const own = statFields(postmasterPid);
   if (!own) return null;
-  // fields[0] is field 3 (state), so field k is fields[k - 3]: ppid 4, utime 14, stime 15, cutime 16, cstime 17.
+  // Field k is at index k - 3: ppid 4, utime 14, stime 15, cutime 16, cstime 17.
   let ticksUsed = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    const f = fieldsOf(Number(entry));
+    const f = statFields(Number(entry));
     if (f && Number(f[1]) === postmasterPid) ticksUsed += Number(f[11]) + Number(f[12]);
   }
   return ticksUsed / clockTicksPerSecond();
