@@ -16,7 +16,7 @@ import { PAUSED_REASON } from '../domain/events.ts';
 import type { Schedule } from '../domain/schedule.ts';
 import { JOB_STATUS, RUN_TRIGGER } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
-import { announceRun, query, type Db, type Executor } from './db.ts';
+import { announceRun, query, transactionRetryingDeadlocks, type Db, type Executor } from './db.ts';
 import { jobFilterCondition, type JobFilter } from './job-filter.ts';
 import { cancelJobs, replanJobs, uuidArray } from './job-lifecycle.ts';
 import { pauseJobs } from './queue/finish-runs.ts';
@@ -168,7 +168,8 @@ export async function bulkJobAction(
   opts: { maxJobs?: number } = {},
 ): Promise<{ matched: number; changed: number }> {
   const max = opts.maxJobs ?? MAX_BULK_JOBS;
-  return (ctx.db as Db).transaction(async (tx) => {
+  // Jobs first, then their runs (a pause cancels them): a claim's order is the other way round.
+  return transactionRetryingDeadlocks(ctx.db as Db, async (tx) => {
     const where = jobFilterCondition(tenantId, filter);
     // Counted before anything is locked, so that an oversized filter costs a count, not 10,000 row locks.
     const [counted] = await tx.select({ n: count() }).from(jobs).where(where);

@@ -33,6 +33,46 @@ export async function query<T>(db: Executor, statement: SQL): Promise<T[]> {
   return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
 }
 
+/**
+ * Runs `setting` (a `set_config(…, true)` for the rest of the transaction) and then `statement` in transaction `tx`,
+ * sent together: the driver queues both on the transaction's connection in call order (postgres.js pipelines them,
+ * PGlite runs them in turn), so the setting is in force when the statement is planned and the pair costs one round
+ * trip instead of two.
+ * @returns the statement's rows @throws the first error of either
+ */
+export async function queryWithSetting<T>(tx: Executor, setting: SQL, statement: SQL): Promise<T[]> {
+  // Both through `query`, in this order: each reaches the driver after the same number of microtasks, so in call
+  // order (an `execute` promise is lazy: handed to Promise.all as it is, it would start after the statement).
+  const set = query(tx, setting);
+  const rows = query<T>(tx, statement);
+  return (await Promise.all([set, rows]))[1];
+}
+
+/** True for PostgreSQL's deadlock_detected (SQLSTATE 40P01) anywhere in `err`'s `cause` chain (drizzle wraps the driver's). */
+export function isDeadlock(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
+    if (e.code === '40P01') return true;
+  }
+  return false;
+}
+
+/**
+ * Runs `fn` in a transaction of `db`, and runs it again, up to `tries` times in all, when PostgreSQL aborted it as a
+ * deadlock's victim (everything it did was rolled back). For the API's job mutations, which lock a job and then its
+ * runs, while a claim locks runs and then their jobs: the two orders cannot be one (a claim finds its runs first), so
+ * the rare cycle is broken by PostgreSQL and the API's side retried, as PostgreSQL's manual advises (13.3.4).
+ * @throws the last error, or at once any error that is not a deadlock
+ */
+export async function transactionRetryingDeadlocks<T>(db: Db, fn: (tx: Tx) => Promise<T>, tries = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction(fn);
+    } catch (err) {
+      if (attempt >= tries || !isDeadlock(err)) throw err;
+    }
+  }
+}
+
 /** The `NOTIFY` channel on which the API announces runs due soon; the payload is the due time in epoch ms. */
 export const RUNS_CHANNEL = 'chime_runs';
 

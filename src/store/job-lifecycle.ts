@@ -13,7 +13,7 @@ import { newId } from '../domain/ids.ts';
 import { jitterOffsetMs } from '../domain/schedule.ts';
 import { PAUSED_REASON } from '../domain/events.ts';
 import type { StoreContext } from './context.ts';
-import { announceRun, type Db, type Executor } from './db.ts';
+import { announceRun, transactionRetryingDeadlocks, type Db, type Executor } from './db.ts';
 import { deadLetterCondition } from './runs.ts';
 import { assertActiveJobsRoom, type CreateJobOptions, type JobRow } from './jobs.ts';
 import { jobs, runs } from './schema.ts';
@@ -55,7 +55,8 @@ export async function updateJob(
   changes: JobChanges,
   opts: CreateJobOptions = {},
 ): Promise<JobRow | null> {
-  return (ctx.db as Db).transaction(async (tx) => {
+  // A pause locks the job, then cancels its waiting runs: a claim of one of them (runs, then the job) may deadlock it.
+  return transactionRetryingDeadlocks(ctx.db as Db, async (tx) => {
     const job = await lockJob(tx, tenantId, jobId);
     if (!job) return null;
     if (job.status === JOB_STATUS.canceled && !changes.replace) throw new JobStateError('the job is canceled; register a new one');

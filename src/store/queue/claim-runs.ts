@@ -17,7 +17,7 @@ import type { RetryPolicy } from '../../domain/retry.ts';
 import type { Schedule } from '../../domain/schedule.ts';
 import { jitterOffsetMs } from '../../domain/schedule.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type CatchUpPolicy, type DeliveryMode, type OverlapPolicy, type RunTrigger } from '../../domain/states.ts';
-import { announceRun, query, type Db } from '../db.ts';
+import { announceRun, query, queryWithSetting, type Db } from '../db.ts';
 import { newId } from '../../domain/ids.ts';
 import { runs } from '../schema.ts';
 import type { EventSeed } from '../../domain/events.ts';
@@ -214,8 +214,7 @@ export async function claimRuns(db: Db, o: ClaimOptions & FairClaim): Promise<Cl
 export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): Promise<{ deliver: ClaimedRun[]; taken: number }> {
   return db.transaction(async (tx) => {
     const now = new Date(o.nowMs).toISOString();
-    await tx.execute(CLAIM_PLANNER_SETTING);
-    const rows = await query<Row>(tx, claimStatement(o));
+    const rows = await queryWithSetting<Row>(tx, CLAIM_PLANNER_SETTING, claimStatement(o));
     if (rows.length === 0) return { deliver: [], taken: 0 };
 
     const busy = await busyJobs(tx, o.shard, rows);

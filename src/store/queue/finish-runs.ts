@@ -12,7 +12,7 @@ import { RUN_STATUS, RUN_TRIGGER, type RunStatus } from '../../domain/states.ts'
 import { PAUSED_REASON, type EventSeed } from '../../domain/events.ts';
 import { recordEvents } from '../notifications.ts';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
-import { query, type Db, type Executor } from '../db.ts';
+import { query, queryWithSetting, type Db, type Executor } from '../db.ts';
 import { eachBucket } from './by-bucket.ts';
 
 /** One finished attempt and what it means for its run. Times are epoch ms. */
@@ -64,8 +64,7 @@ export function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome[]): P
 
 async function finishBucket(db: Db, owner: string, shard: number, outcomes: AttemptOutcome[]): Promise<Set<string>> {
   return db.transaction(async (tx) => {
-    await tx.execute(FINISH_PLANNER_SETTING);
-    const held = await query<EndedRun>(tx, finishStatement(owner, outcomes));
+    const held = await queryWithSetting<EndedRun>(tx, FINISH_PLANNER_SETTING, finishStatement(owner, outcomes));
     const pauseReasons = new Map(outcomes.flatMap((o) => (o.pauseReason ? [[o.runId, o.pauseReason] as const] : [])));
     // FINISH_PLANNER_SETTING is for finishStatement only: recordRunEnds sets its own for the job updates.
     await recordRunEnds(tx, shard, held, pauseReasons, Math.max(...outcomes.map((o) => o.finishedAtMs)));
@@ -83,7 +82,8 @@ export type EndedRun = { id: string; job_id: string; tenant_id: string; trigger:
  * (a 410 Gone; `pauseAfterFailures` reached), and the events of it all (docs/design.md invariant 11: committed with
  * the change). Notification deliveries (runs of hidden jobs) are left out: they neither count failures nor cause
  * events of their own. Every statement names the bucket; a batch of successes of jobs without failures reads their
- * rows and writes nothing. Sets FINISH_FOLLOW_UP_SETTING for the rest of the transaction when there is work.
+ * rows and writes nothing. Sets FINISH_FOLLOW_UP_SETTING for the rest of the transaction before it updates jobs (the
+ * events' reads look rows up by primary key only, whatever the setting).
  * @param ended the runs changed, all of bucket `shard`, with their new status
  * @param pauseReasons run id → PausedReason its outcome asks for (`gone` for a 410); empty for the reaper
  * @param nowMs the changes' time (epoch ms): the pauses' `updatedAt` and the events' `occurredAt`
@@ -97,8 +97,6 @@ export async function recordRunEnds(
 ): Promise<void> {
   const held = ended.filter((h) => h.trigger !== RUN_TRIGGER.notification);
   if (held.length === 0) return;
-  // Nested loops over primary keys for the job updates below: with hash joins they would scan the bucket's jobs.
-  await tx.execute(FINISH_FOLLOW_UP_SETTING);
   const tally = new Map<string, { failed: number; reset: boolean }>();
   for (const h of held) {
     if (h.status !== RUN_STATUS.failed && h.status !== RUN_STATUS.succeeded) continue;
@@ -112,9 +110,12 @@ export async function recordRunEnds(
     const reason = pauseReasons.get(h.id);
     if (reason) pauses.set(h.job_id, reason);
   }
+  // Nested loops over primary keys for the job updates below (with hash joins they would scan the bucket's jobs): the
+  // setting goes with the first of them (the failures-in-a-row update when there is a tally, else the pause).
   if (tally.size > 0) {
-    const counted = await query<{ id: string; reached: boolean }>(
+    const counted = await queryWithSetting<{ id: string; reached: boolean }>(
       tx,
+      FINISH_FOLLOW_UP_SETTING,
       sql`update jobs j
         set consecutive_failures = case when v.reset and v.failed = 0 then 0 else j.consecutive_failures + v.failed end
         from jsonb_to_recordset(${JSON.stringify([...tally].map(([id, t]) => ({ id, ...t })))}::jsonb) as v(id uuid, failed int, reset boolean)
@@ -129,6 +130,7 @@ export async function recordRunEnds(
     if (h.status === RUN_STATUS.expired) events.push({ type: 'run.expired', tenantId: h.tenant_id, jobId: h.job_id, runId: h.id });
   }
   if (pauses.size > 0) {
+    if (tally.size === 0) await tx.execute(FINISH_FOLLOW_UP_SETTING);
     const paused = await pauseJobs(tx, shard, JSON.stringify([...pauses].map(([id, reason]) => ({ id, reason }))), new Date(nowMs).toISOString());
     for (const p of paused) events.push({ type: 'job.paused', tenantId: p.tenant_id, jobId: p.id, reason: p.paused_reason ?? undefined });
   }
