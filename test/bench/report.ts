@@ -168,6 +168,17 @@ function comparedPeers(group: BenchResult[], against: RatioAgainst): { peers: Be
   return tuned.length > 0 ? { peers: tuned, tuned: true } : { peers, tuned: false };
 }
 
+/** The best finite value of `figure` in `pool` (highest or lowest, as `better` says) and its system; null when none has one. */
+function bestOf(pool: readonly BenchResult[], figure: string, better: 'higher' | 'lower'): { v: number; s: SystemId } | null {
+  let best: { v: number; s: SystemId } | null = null;
+  for (const p of pool) {
+    const v = p.figures[figure];
+    if (v === null || v === undefined || !Number.isFinite(v)) continue;
+    if (!best || (better === 'higher' ? v > best.v : v < best.v)) best = { v, s: p.system };
+  }
+  return best;
+}
+
 /**
  * Ratios Chime / best tuned raw peer and Chime / best same-work peer for every figure with a direction (`against`
  * says which); the best peer is chosen among complete results when any.
@@ -184,12 +195,7 @@ export function ratios(results: BenchResult[]): Ratio[] {
       for (const [figure, value] of Object.entries(chime.figures)) {
         const meta = FIGURES[figure];
         if (!meta?.better || value === null || !Number.isFinite(value)) continue;
-        let best: { v: number; s: SystemId } | null = null;
-        for (const p of pool) {
-          const v = p.figures[figure];
-          if (v === null || v === undefined || !Number.isFinite(v)) continue;
-          if (!best || (meta.better === 'higher' ? v > best.v : v < best.v)) best = { v, s: p.system };
-        }
+        const best = bestOf(pool, figure, meta.better);
         if (!best || best.v === 0) continue;
         out.push({
           workload: chime.workload,

@@ -76,6 +76,15 @@ describe.each(WITH_CITUS)('walking skeleton on $kind', (target) => {
 
     const job = await tenant.api.get(`/v1/jobs/${jobId}`);
     expect(job.body.status).toBe('completed');
+
+    // The success is the one entry of the run's attempt log, timed to the millisecond.
+    const detail = (await tenant.api.get(`/v1/runs/${runs[0].runId}`)).body;
+    expect(detail.attemptLog).toEqual([
+      expect.objectContaining({ attempt: 1, responseStatus: 200, errorClass: null, error: null, finishedAt: detail.finishedAt }),
+    ]);
+    const [a] = detail.attemptLog;
+    expect(Date.parse(a.finishedAt) - Date.parse(a.startedAt)).toBe(a.durationMs);
+    expect(Date.parse(a.startedAt)).toBeGreaterThanOrEqual(Date.parse(at));
   });
 
   it('retries a failing receiver with backoff, then dead-letters the run with every attempt logged', async () => {

@@ -30,23 +30,32 @@ export function createAgent(): Agent {
   return new Agent({ keepAliveTimeout: 30_000, connections: CONNECTIONS_PER_DESTINATION });
 }
 
-/** Makes the `post(url, id, payload)` function of a peer worker. */
+/**
+ * POSTs `body` (the JSON of `payload`) to `url` through `agent` with the bench headers (`bench-id` = `id`,
+ * `bench-scheduled-for`) and `headers`, and reads the answer to the end so the connection is reused.
+ * @returns the HTTP status @throws undici's error when the request fails or takes over TIMEOUT_MS
+ */
+export async function postJson(agent: Agent, url: string, id: string, payload: BenchPayload, body: string, headers: Record<string, string> = {}): Promise<number> {
+  const u = new URL(url);
+  const res = await agent.request({
+    origin: u.origin,
+    path: `${u.pathname}${u.search}`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers, 'bench-id': id, 'bench-scheduled-for': payload.scheduledFor },
+    body,
+    signal: AbortSignal.timeout(TIMEOUT_MS),
+    headersTimeout: TIMEOUT_MS,
+    bodyTimeout: TIMEOUT_MS,
+  });
+  await res.body.text();
+  return res.statusCode;
+}
+
+/** Makes the `post(url, id, payload)` function of a peer worker; it throws on a non-2xx answer. */
 export function createPoster(): (url: string, id: string, payload: BenchPayload) => Promise<void> {
   const agent = createAgent();
   return async (url, id, payload) => {
-    const u = new URL(url);
-    const body = JSON.stringify(payload);
-    const res = await agent.request({
-      origin: u.origin,
-      path: `${u.pathname}${u.search}`,
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'bench-id': id, 'bench-scheduled-for': payload.scheduledFor },
-      body,
-      signal: AbortSignal.timeout(TIMEOUT_MS),
-      headersTimeout: TIMEOUT_MS,
-      bodyTimeout: TIMEOUT_MS,
-    });
-    await res.body.text();
-    if (res.statusCode < 200 || res.statusCode > 299) throw new Error(`callback answered ${res.statusCode}`);
+    const status = await postJson(agent, url, id, payload, JSON.stringify(payload));
+    if (status < 200 || status > 299) throw new Error(`callback answered ${status}`);
   };
 }

@@ -19,7 +19,7 @@
  */
 import { createHash, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { createAgent, TIMEOUT_MS, type BenchPayload } from './post.ts';
+import { createAgent, postJson, type BenchPayload } from './post.ts';
 
 /** The fixed Standard Webhooks secret of the same-work peers (`whsec_` + base64 of 32 bytes). */
 export const SAMEWORK_SECRET = `whsec_${Buffer.from('chime-bench-same-work-peer-secret').subarray(0, 32).toString('base64')}`;
@@ -87,33 +87,18 @@ export function createSameWork(key: JwtKey = generateJwtKey()): SameWorkDeliver 
   const webhook = new Webhook(SAMEWORK_SECRET);
   const signJwt = jwtSigner(key);
   return async (url, jobId, attempt, payload, execute) => {
-    const u = new URL(url);
     const body = JSON.stringify(payload);
     const started = new Date();
     const headers = {
-      'content-type': 'application/json',
       'webhook-id': jobId,
       'webhook-timestamp': String(Math.floor(started.getTime() / 1000)),
       'webhook-signature': webhook.sign(jobId, started, body),
       'chime-signature': signJwt({ sub: url, jti: `${jobId}.${attempt}`, body, iatSec: Math.floor(started.getTime() / 1000) }),
-      'bench-id': jobId,
-      'bench-scheduled-for': payload.scheduledFor,
     };
     let status: number | null = null;
     let error: string | null = null;
     try {
-      const res = await agent.request({
-        origin: u.origin,
-        path: `${u.pathname}${u.search}`,
-        method: 'POST',
-        headers,
-        body,
-        signal: AbortSignal.timeout(TIMEOUT_MS),
-        headersTimeout: TIMEOUT_MS,
-        bodyTimeout: TIMEOUT_MS,
-      });
-      await res.body.text();
-      status = res.statusCode;
+      status = await postJson(agent, url, jobId, payload, body, headers);
       if (status < 200 || status > 299) error = `callback answered ${status}`;
     } catch (err) {
       error = String((err as Error).message ?? err);

@@ -1,7 +1,7 @@
 /**
  * pg-boss 12 under the benchmark: jobs are sent from the harness with `insert` (`startAfter` = the due time), and
- * worked by peers/pgboss-worker.ts in its own process, with pg-boss's defaults or its documented tuning, or by
- * for `pgboss-samework`, tuned and doing Chime's work per callback (BENCH_SAME_WORK=1: peers/same-work.ts).
+ * worked by peers/pgboss-worker.ts in its own process, with pg-boss's defaults or its documented tuning, or, for
+ * `pgboss-samework`, tuned and doing Chime's work per callback (BENCH_SAME_WORK=1: peers/same-work.ts).
  * A job is recorded done when its state is `completed` (kept 7 days by default, so it can be counted); a same-work
  * job, when it also has its successful attempt row in the history table (systems/history.ts).
  */
