@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createServer } from 'node:net';
 import { freePort } from './chime-process.ts';
+import { descendantsOf, isRunning } from './chime-run.ts';
 
 const run = promisify(execFile);
 
@@ -36,7 +37,11 @@ export type CitusCluster = {
   workerPorts: number[];
   /** The postmaster's pid of the server on `port` (its `postmaster.pid`), whose children are that node's backends. */
   postmasterPid(port: number): Promise<number>;
-  /** Stops the server on `port` at once (`pg_ctl -m immediate`: no shutdown checkpoint, as a crash leaves it). */
+  /**
+   * Stops the server on `port` at once, as a crash: SIGQUIT to its postmaster (what `pg_ctl -m immediate` sends: no
+   * shutdown checkpoint), then SIGKILL to it and its backends if they outlive 30 s.
+   * @throws when they outlive the SIGKILL by 30 s too
+   */
   killNode(port: number): Promise<void>;
   /** Starts the server on `port` again (it recovers from its WAL) and resolves once it accepts connections. */
   startNode(port: number): Promise<void>;
@@ -86,15 +91,33 @@ export async function startCitusCluster(workers = 2): Promise<CitusCluster> {
   }
 }
 
+/** Resolves true once none of `pids` runs (zombies count as gone), false if some still do after `timeoutMs`. */
+async function gone(pids: number[], timeoutMs: number): Promise<boolean> {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+    if (!pids.some(isRunning)) return true;
+  }
+  return !pids.some(isRunning);
+}
+
 function clusterAt(dir: string, port: number, workers: number, url: string): CitusCluster {
   const nodeDir = (p: number) => join(dir, `n${p}`);
+  const readPostmasterPid = async (p: number) => Number((await readFile(join(nodeDir(p), 'postmaster.pid'), 'utf8')).split('\n')[0]);
   return {
     url,
     coordinatorPort: port,
     workerPorts: Array.from({ length: workers }, (_, i) => port + 1 + i),
-    postmasterPid: async (p) => Number((await readFile(join(nodeDir(p), 'postmaster.pid'), 'utf8')).split('\n')[0]),
+    postmasterPid: (p) => readPostmasterPid(p),
     killNode: async (p) => {
-      await pgCtl(['-D', nodeDir(p), '-m', 'immediate', 'stop']);
+      // SIGQUIT is what `pg_ctl -m immediate stop` sends; sent here so that a server slow to go (a CI run once saw
+      // pg_ctl still waiting after 60 s, output empty) is described and then SIGKILLed, with its backends, as a crash.
+      const pid = await readPostmasterPid(p);
+      const backends = descendantsOf(pid);
+      process.kill(pid, 'SIGQUIT');
+      if (await gone([pid, ...backends], 30_000)) return;
+      const left = [pid, ...backends].filter(isRunning);
+      console.warn(`citus: the server on port ${p} (pid ${pid}) outlived SIGQUIT by 30 s; SIGKILL to ${left.join(', ')}`);
+      for (const q of left) process.kill(q, 'SIGKILL');
+      if (!(await gone(left, 30_000))) throw new Error(`citus: pids ${left.filter(isRunning).join(', ')} outlived SIGKILL by 30 s`);
     },
     startNode: async (p) => {
       await pgCtl(['-D', nodeDir(p), '-l', join(dir, `n${p}.log`), '-w', 'start']);
