@@ -48,12 +48,16 @@ export async function queryWithSetting<T>(tx: Executor, setting: SQL, statement:
   return (await Promise.all([set, rows]))[1];
 }
 
+/** `err` and its causes (`cause`, at most 5 deep), as the drivers and drizzle nest them. */
+export function errorChain(err: unknown): { code?: unknown; message?: unknown }[] {
+  const chain: { code?: unknown; message?: unknown; cause?: unknown }[] = [];
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) chain.push(e);
+  return chain;
+}
+
 /** True for PostgreSQL's deadlock_detected (SQLSTATE 40P01) anywhere in `err`'s `cause` chain (drizzle wraps the driver's). */
 export function isDeadlock(err: unknown): boolean {
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
-    if (e.code === '40P01') return true;
-  }
-  return false;
+  return errorChain(err).some((e) => e.code === '40P01');
 }
 
 /**

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createServer } from 'node:net';
 import { freePort } from './chime-process.ts';
-import { descendantsOf, isRunning } from './chime-run.ts';
+import { descendantsOf, isRunning, killProcessTree } from './chime-run.ts';
 
 const run = promisify(execFile);
 
@@ -116,7 +116,7 @@ function clusterAt(dir: string, port: number, workers: number, url: string): Cit
       if (await gone([pid, ...backends], 30_000)) return;
       const left = [pid, ...backends].filter(isRunning);
       console.warn(`citus: the server on port ${p} (pid ${pid}) outlived SIGQUIT by 30 s; SIGKILL to ${left.join(', ')}`);
-      for (const q of left) process.kill(q, 'SIGKILL');
+      for (const q of left) killProcessTree(q);
       if (!(await gone(left, 30_000))) throw new Error(`citus: pids ${left.filter(isRunning).join(', ')} outlived SIGKILL by 30 s`);
     },
     startNode: async (p) => {

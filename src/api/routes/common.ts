@@ -1,4 +1,5 @@
 /** Pieces shared by the route modules. */
+import { errorChain } from '../../store/db.ts';
 import type { CreateJobOptions } from '../../store/jobs.ts';
 import type { AppDeps } from '../env.ts';
 import { PROBLEMS } from '../problems.ts';
@@ -22,13 +23,6 @@ export function creationLimits(deps: Pick<AppDeps, 'config'>): CreateJobOptions 
 /** The `code`s along an error's `cause` chain (drizzle wraps driver errors; at most 5 deep). */
 export function errorCodes(err: unknown): string[] {
   return errorChain(err).flatMap((e) => (e.code !== undefined ? [String(e.code)] : []));
-}
-
-/** `err` and its causes (`cause`, at most 5 deep), as the drivers and drizzle nest them. */
-export function errorChain(err: unknown): { code?: unknown; message?: unknown }[] {
-  const chain: { code?: unknown; message?: unknown; cause?: unknown }[] = [];
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) chain.push(e);
-  return chain;
 }
 
 /** True for PostgreSQL's unique_violation (SQLSTATE 23505), from either driver, and for Citus's report of one. */
