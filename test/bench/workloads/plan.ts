@@ -54,13 +54,13 @@ export type NoisyPlan = {
 
 /** The drain workload's callbacks/s per configuration in test/bench/results.md (2 vCPU, PostgreSQL 15), rounded. */
 const EXPECTED_DRAIN_PER_SECOND: Record<SystemId, number> = {
-  chime: 4_900,
+  chime: 7_300,
   pgboss: 0.5,
-  'pgboss-tuned': 2_900,
-  'pgboss-samework': 1_900,
-  graphile: 1_000,
-  'graphile-tuned': 8_400,
-  'graphile-samework': 3_200,
+  'pgboss-tuned': 4_400,
+  'pgboss-samework': 3_100,
+  graphile: 1_900,
+  'graphile-tuned': 14_600,
+  'graphile-samework': 5_900,
 };
 
 export const FULL_PLAN: Plan = {
