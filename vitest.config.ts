@@ -18,6 +18,9 @@ export default defineConfig({
     exclude: ['test/bench/**', 'node_modules/**'],
     pool: 'forks',
     testTimeout: 30_000,
+    // expect.poll waits for an eventual state (a page re-rendered, a run recorded): 1 s, vitest's default, was too short
+    // on a loaded CI machine with Chromium and two test files running (the console suite failed on it).
+    expect: { poll: { timeout: 10_000 } },
     hookTimeout: 60_000,
     // e2e files start real processes; two cores, so two files at a time.
     maxWorkers: 2,
