@@ -95,6 +95,7 @@ function SignIn({ onSubmit, message, busy }: { onSubmit: (key: string) => void; 
     <main class="signin">
       <h1>Chime console</h1>
       <form
+        aria-busy={busy ? 'true' : undefined}
         onSubmit={(e) => {
           e.preventDefault();
           if (value.trim()) onSubmit(value.trim());
