@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -118,6 +118,9 @@ function clusterAt(dir: string, port: number, workers: number, url: string): Cit
       console.warn(`citus: the server on port ${p} (pid ${pid}) outlived SIGQUIT by 30 s; SIGKILL to ${left.join(', ')}`);
       for (const q of left) killProcessTree(q);
       if (!(await gone(left, 30_000))) throw new Error(`citus: pids ${left.filter(isRunning).join(', ')} outlived SIGKILL by 30 s`);
+      // A SIGKILLed postmaster leaves its lock file, naming a pid that stays a zombie here (this sandbox's init does
+      // not reap orphans), and PostgreSQL refuses to start beside a lock file whose pid exists: it is stale, remove it.
+      await rm(join(nodeDir(p), 'postmaster.pid'), { force: true });
     },
     startNode: async (p) => {
       await pgCtl(['-D', nodeDir(p), '-l', join(dir, `n${p}.log`), '-w', 'start']);
