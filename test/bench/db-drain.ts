@@ -6,9 +6,11 @@
  * log. Each PostgreSQL client backend's CPU comes from /proc (utime + stime, Linux), as in the full benchmark.
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:db -- --runs 50000 --repeat 3 [--deliver-ms 5]
+ *   … npm run bench:db -- --runs 15000 --steady 500     # the runs fall due at 500/s instead of all at once
+ *   … npm run bench:db -- --by-statement                 # also how many times each statement (its first words) was sent
  *
  * Prints, per repetition and as the median: runs/s, PostgreSQL CPU s per 1,000 runs, this process's CPU s per
- * 1,000 runs. A change to the schema or the queue statements shows here within a few seconds, where the full drain
+ * 1,000 runs, and the transactions committed and statements sent per 1,000 runs (what steady traffic pays for). A change to the schema or the queue statements shows here within a few seconds, where the full drain
  * mixes it with the receiver's, undici's and the signatures' CPU on the same cores.
  */
 import { parseArgs } from 'node:util';
@@ -26,6 +28,8 @@ const TENANT = '00000000-0000-7000-8000-000000000001';
 const TEMPLATE_JOB = '00000000-0000-7000-8000-000000000002';
 /** How often the backends' CPU is read while the drain runs, in ms (a backend's last reading counts). */
 const SAMPLE_MS = 200;
+/** With --steady: how long after the start of the drain the first run is due, in ms. */
+const STEADY_LEAD_MS = 2_000;
 /** Longest a drain may take, in ms. */
 const CAP_MS = 120_000;
 
@@ -36,10 +40,21 @@ const stubKeyring: Keyring = {
   openAuthToken: async (sealed) => sealed,
 };
 
-type Figures = { runsPerSecond: number; pgCpuPer1k: number; dispatcherCpuPer1k: number };
+type Figures = {
+  runsPerSecond: number;
+  pgCpuPer1k: number;
+  dispatcherCpuPer1k: number;
+  /** Transactions the database committed per 1,000 runs (pg_stat_database.xact_commit: a statement outside one counts). */
+  commitsPer1k: number;
+  /** Statements the dispatcher sent per 1,000 runs (drizzle's query log: BEGIN and COMMIT are not among them). */
+  statementsPer1k: number;
+};
 
-/** Adds `n` once-jobs, each with its run due now, to the database of `sql`. */
-async function addDueRuns(sql: Sql, n: number): Promise<void> {
+/**
+ * Adds `n` once-jobs to the database of `sql`, each with its run due now, or with `rate` (runs/s) the i-th due at
+ * `leadMs` + i / rate seconds from now (a steady stream, as the full benchmark's steady workload).
+ */
+async function addDueRuns(sql: Sql, n: number, rate: number | null, leadMs: number): Promise<void> {
   // Due now, and their schedule says so: a claim then completes each job rather than plan a next occurrence.
   const at = new Date().toISOString();
   const schedule = { type: 'once', at };
@@ -56,7 +71,8 @@ async function addDueRuns(sql: Sql, n: number): Promise<void> {
     id: `md5('r' || g)::uuid`,
     job_id: `md5('j' || g)::uuid`,
     status: `'scheduled'`,
-    next_attempt_at: 't.scheduled_for',
+    scheduled_for: rate === null ? 't.scheduled_for' : `t.scheduled_for + (${leadMs} + g * ${1000 / (rate ?? 1)}) * interval '1 millisecond'`,
+    next_attempt_at: rate === null ? 't.scheduled_for' : `t.scheduled_for + (${leadMs} + g * ${1000 / (rate ?? 1)}) * interval '1 millisecond'`,
   }, 1, n);
   await sql.unsafe('vacuum analyze jobs, runs');
 }
@@ -65,12 +81,22 @@ async function addDueRuns(sql: Sql, n: number): Promise<void> {
  * @param deliverMs how long each delivery takes (0: answers at once); with the per-destination limit (16, one
  *   destination here) it sets the pace, and so the sizes of claims and finishes, as a receiver's latency would
  */
-async function drainOnce(factory: DatabaseFactory, n: number, deliverMs: number): Promise<Figures> {
+async function drainOnce(factory: DatabaseFactory, n: number, deliverMs: number, rate: number | null, byStatement: boolean): Promise<Figures> {
   const { name, url } = await factory.create('dbdrain');
   await migratePostgresUrl(url);
   const sql = connect(url);
-  await addDueRuns(sql, n);
-  const database = openPostgres(url, { max: 20 });
+  await addDueRuns(sql, n, rate, STEADY_LEAD_MS);
+  let statements = 0;
+  const kinds = new Map<string, number>();
+  const database = openPostgres(url, {
+    max: 20,
+    onStatement: (q) => {
+      statements++;
+      const head = q.replace(/\s+/g, ' ').slice(0, 60);
+      kinds.set(head, (kinds.get(head) ?? 0) + 1);
+    },
+  });
+  const commits = async () => (await sql<{ n: string }[]>`select xact_commit::text as n from pg_stat_database where datname = current_database()`)[0]!.n;
   const dispatcher = createDispatcher({
     database,
     clock: systemClock,
@@ -87,6 +113,7 @@ async function drainOnce(factory: DatabaseFactory, n: number, deliverMs: number)
   const sample = async () => Object.assign(last, cpuSecondsOf(await clientBackendPids(sql)));
   const cpu0 = process.cpuUsage();
   const started = Date.now();
+  const commits0 = Number(await commits());
   await dispatcher.start();
   let left = n;
   while (left > 0 && Date.now() - started < CAP_MS) {
@@ -97,7 +124,10 @@ async function drainOnce(factory: DatabaseFactory, n: number, deliverMs: number)
   }
   const seconds = (Date.now() - started) / 1000;
   const cpu = process.cpuUsage(cpu0);
+  // The sampling loop's own transactions (a count and a CPU read per SAMPLE_MS) are taken out.
+  const committed = Number(await commits()) - commits0 - 2 * Math.ceil((seconds * 1000) / SAMPLE_MS);
   await dispatcher.stop();
+  if (byStatement) for (const [head, k] of [...kinds].sort((a, b) => b[1] - a[1])) console.log(`${String(k).padStart(7)}  ${head}`);
   await database.close();
   await sql.end();
   await factory.drop(name);
@@ -106,6 +136,8 @@ async function drainOnce(factory: DatabaseFactory, n: number, deliverMs: number)
     runsPerSecond: n / seconds,
     pgCpuPer1k: (cpuDelta({}, last) / n) * 1000,
     dispatcherCpuPer1k: ((cpu.user + cpu.system) / 1e6 / n) * 1000,
+    commitsPer1k: (committed / n) * 1000,
+    statementsPer1k: (statements / n) * 1000,
   };
 }
 
@@ -116,6 +148,8 @@ async function main(): Promise<void> {
       repeat: { type: 'string', default: '3' },
       'deliver-ms': { type: 'string', default: '0' },
       quick: { type: 'boolean', default: false },
+      steady: { type: 'string' },
+      'by-statement': { type: 'boolean', default: false },
     },
   });
   // CI: small, once; a drain that does not finish throws (exit 1).
@@ -127,13 +161,15 @@ async function main(): Promise<void> {
   const deliverMs = Number(values['deliver-ms']);
   if (!Number.isInteger(n) || n < 1) throw new Error(`--runs: a whole number of runs ≥ 1, not "${values.runs}"`);
   if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat: a whole number ≥ 1, not "${values.repeat}"`);
+  const rate = values.steady === undefined ? null : Number(values.steady);
+  if (rate !== null && !(rate > 0)) throw new Error(`--steady: runs per second > 0, not "${values.steady}"`);
   if (!(deliverMs >= 0)) throw new Error(`--deliver-ms: milliseconds ≥ 0, not "${values['deliver-ms']}"`);
   const factory = new DatabaseFactory(adminUrl);
   const all: Figures[] = [];
   try {
     await factory.dropStale();
     for (let i = 0; i < repeat; i++) {
-      const f = await drainOnce(factory, n, deliverMs);
+      const f = await drainOnce(factory, n, deliverMs, rate, values['by-statement']);
       all.push(f);
       console.log(`db-drain ${i + 1}: ${fmt(f)}`);
     }
@@ -145,11 +181,13 @@ async function main(): Promise<void> {
     runsPerSecond: median(all.map((f) => f.runsPerSecond)),
     pgCpuPer1k: median(all.map((f) => f.pgCpuPer1k)),
     dispatcherCpuPer1k: median(all.map((f) => f.dispatcherCpuPer1k)),
+    commitsPer1k: median(all.map((f) => f.commitsPer1k)),
+    statementsPer1k: median(all.map((f) => f.statementsPer1k)),
   };
   console.log(`db-drain median of ${all.length} × ${n.toLocaleString('en')} runs: ${fmt(med)}`);
 }
 
 const fmt = (f: Figures) =>
-  `${Math.round(f.runsPerSecond).toLocaleString('en')} runs/s, PostgreSQL ${f.pgCpuPer1k.toFixed(3)} CPU s per 1,000 runs, dispatcher ${f.dispatcherCpuPer1k.toFixed(3)}`;
+  `${Math.round(f.runsPerSecond).toLocaleString('en')} runs/s, PostgreSQL ${f.pgCpuPer1k.toFixed(3)} CPU s per 1,000 runs, dispatcher ${f.dispatcherCpuPer1k.toFixed(3)}; per 1,000 runs ${Math.round(f.commitsPer1k)} transactions, ${Math.round(f.statementsPer1k)} statements`;
 
 await main();
