@@ -117,21 +117,37 @@ export function listDeliveries(ctx: StoreContext, endpoint: NotificationEndpoint
 }
 
 /**
+ * The endpoints of the events' tenants (all of them, whatever they subscribe to), for `recordEvents`: one indexed read.
+ * A caller may send it beside the statements that precede `recordEvents` in its transaction (it does not depend on them).
+ */
+export async function endpointsOfEvents(tx: Executor, seeds: readonly EventSeed[]): Promise<NotificationEndpointRow[]> {
+  if (seeds.length === 0) return [];
+  const tenantIds = [...new Set(seeds.map((s) => s.tenantId))];
+  // One bucket when called on the hot path (claim, finish, reap run per bucket).
+  const shards = [...new Set(tenantIds.map(shardOf))];
+  return tx
+    .select()
+    .from(notificationEndpoints)
+    .where(and(inArray(notificationEndpoints.shard, shards), inArray(notificationEndpoints.tenantId, tenantIds)));
+}
+
+/**
  * Records events in the caller's transaction `tx`: for each event, one delivery run per endpoint of its tenant that
  * subscribes to its type, due now, carrying `{ type, eventId, occurredAt, data: { job, run?, reason? } }` with the job
  * and run as the API shows them at this moment. Costs one indexed read when no tenant of the events has an endpoint.
  * @param nowMs the events' time (epoch ms)
+ * @param endpoints the events' tenants' endpoints, when already read (`endpointsOfEvents`) in this transaction
  * @returns how many deliveries were made
  */
-export async function recordEvents(tx: Executor, seeds: readonly EventSeed[], nowMs: number): Promise<number> {
+export async function recordEvents(
+  tx: Executor,
+  seeds: readonly EventSeed[],
+  nowMs: number,
+  endpoints?: readonly NotificationEndpointRow[],
+): Promise<number> {
   if (seeds.length === 0) return 0;
-  const tenantIds = [...new Set(seeds.map((s) => s.tenantId))];
-  // One bucket when called on the hot path (claim, finish, reap run per bucket).
-  const shards = [...new Set(tenantIds.map(shardOf))];
-  const endpoints = await tx
-    .select()
-    .from(notificationEndpoints)
-    .where(and(inArray(notificationEndpoints.shard, shards), inArray(notificationEndpoints.tenantId, tenantIds)));
+  endpoints ??= await endpointsOfEvents(tx, seeds);
+  const shards = [...new Set(seeds.map((s) => shardOf(s.tenantId)))];
   const wanted = seeds.filter((s) => endpoints.some((e) => e.tenantId === s.tenantId && (e.events as string[]).includes(s.type)));
   if (wanted.length === 0) return 0;
 

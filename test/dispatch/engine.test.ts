@@ -794,6 +794,43 @@ describe('claim pacer', () => {
     }
   });
 
+  it('claims with the due buckets read before a sleep that ran its time, however old, and reads them again after a wake', async () => {
+    const clock = new ManualClock(T0);
+    // The first claim is partial; the read after it finds a run entering the lookahead in 50 ms (a 50 ms sleep).
+    const read = [[{ shard: 1, dueAtMs: T0 - 5 }], [{ shard: 3, dueAtMs: T0 + 300 }]];
+    const s = fakeStore((_, call) => (call === 1 ? batch(1, 1) : []), (call) => read[call - 1] ?? []);
+    const pacer = createClaimPacer({ db: noDb, clock, logger: recordingLogger(), wakeup: new Wakeup(), queue: fakeQueue(10), options: pacerOptions, store: s.store });
+    pacer.start();
+    try {
+      await eventually(() => s.events.length >= 3, { what: 'the read before the sleep' });
+      // Older than the 50 ms a read serves otherwise: still the one the claim after the sleep uses.
+      clock.advance(60);
+      await eventually(() => s.events.length >= 5, { what: 'the claim after the sleep and the read after it' });
+      expect(s.events).toEqual(['due', 'claim 2', 'due', 'claim 2', 'due']);
+      expect(s.claimCalls.map((c) => c.buckets)).toEqual([read[0], read[1]]);
+    } finally {
+      await stopWithin(pacer, 2_000);
+    }
+
+    // Woken during the same sleep (a run announced): the buckets are read again before the claim.
+    const clock2 = new ManualClock(T0);
+    const read2 = [...read, [{ shard: 4, dueAtMs: T0 + 10 }]];
+    const s2 = fakeStore((_, call) => (call === 1 ? batch(1, 1) : []), (call) => read2[call - 1] ?? []);
+    const wakeup = new Wakeup();
+    const pacer2 = createClaimPacer({ db: noDb, clock: clock2, logger: recordingLogger(), wakeup, queue: fakeQueue(10), options: pacerOptions, store: s2.store });
+    pacer2.start();
+    try {
+      await eventually(() => s2.events.length >= 3, { what: 'the read before the sleep' });
+      await settle();
+      wakeup.wake();
+      await eventually(() => s2.events.length >= 5, { what: 'the read after the wake and the claim' });
+      expect(s2.events.slice(0, 5)).toEqual(['due', 'claim 2', 'due', 'due', 'claim 2']);
+      expect(s2.claimCalls.map((c) => c.buckets)).toEqual([read2[0], read2[2]]);
+    } finally {
+      await stopWithin(pacer2, 2_000);
+    }
+  });
+
   it('logs a failing claim and retries it after a backoff', async () => {
     const log = recordingLogger();
     const queue = fakeQueue(10);

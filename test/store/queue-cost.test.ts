@@ -9,6 +9,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { shardOf } from '../../src/domain/shard.ts';
 import { describe, expect, it } from 'vitest';
 import { destinationOf } from '../../src/domain/destination.ts';
+import { ERROR_CLASS } from '../../src/domain/attempt-outcome.ts';
 import { query } from '../../src/store/db.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { CLAIM_PLANNER_SETTING, claimStatement } from '../../src/store/queue/claim-runs.ts';
@@ -30,16 +31,16 @@ type PlanNode = {
 };
 
 /**
- * The plan's work, in rows: those read from `runs` or its indexes (returned or filtered away) and the pairs a join
- * compared and dropped, each times its node's loops.
+ * The plan's work, in rows: those read from `table` (default `runs`) or its indexes (returned or filtered away) and the
+ * pairs a join compared and dropped, each times its node's loops.
  */
-function planWork(node: PlanNode): number {
+function planWork(node: PlanNode, table = 'runs'): number {
   const read =
-    node['Relation Name'] === 'runs' || node['Index Name']?.startsWith('runs_')
+    node['Relation Name'] === table || node['Index Name']?.startsWith(`${table}_`)
       ? node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)
       : 0;
   const own = (read + (node['Rows Removed by Join Filter'] ?? 0)) * node['Actual Loops'];
-  return own + (node.Plans ?? []).reduce((sum, p) => sum + planWork(p), 0);
+  return own + (node.Plans ?? []).reduce((sum, p) => sum + planWork(p, table), 0);
 }
 
 const BACKLOG = 2_000;
@@ -83,15 +84,15 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
    * Runs `statement` under EXPLAIN ANALYZE (after `setting`, as its caller does), then rolls it back.
    * @returns the plan's work (`planWork`) and the rows its top node returned
    */
-  async function explain(statement: SQL, setting: SQL | null): Promise<{ work: number; rows: number }> {
-    let result: { work: number; rows: number } | undefined;
+  async function explain(statement: SQL, setting: SQL | null): Promise<{ work: number; jobsWork: number; rows: number }> {
+    let result: { work: number; jobsWork: number; rows: number } | undefined;
     await store.database.db
       .transaction(async (tx) => {
         if (setting) await tx.execute(setting);
         const [row] = await query<Record<string, unknown>>(tx, sql`explain (analyze, format json) ${statement}`);
         const raw = Object.values(row!)[0];
         const [{ Plan: plan }] = (typeof raw === 'string' ? JSON.parse(raw) : raw) as [{ Plan: PlanNode }];
-        result = { work: planWork(plan), rows: plan['Actual Rows'] };
+        result = { work: planWork(plan), jobsWork: planWork(plan, 'jobs'), rows: plan['Actual Rows'] };
         throw new Rollback();
       })
       .catch((err) => {
@@ -128,31 +129,35 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
   });
 
   // EXPLAIN ANALYZE of the finish's inserts is refused by Citus (INSERT ... SELECT via the coordinator).
-  it.runIf(target.kind !== 'citus')(`a finish of ${BATCH} outcomes joins each to its run once, not to each of the ${BACKLOG} running runs`, async () => {
+  it.runIf(target.kind !== 'citus')(`a finish of ${BATCH} outcomes joins each to its run and its job once, not to each of the ${BACKLOG} running runs or their jobs`, async () => {
     await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
     // Every run claimed by D (a dispatcher with a deep per-destination queue), as a claim leaves them.
     await store.database.db.execute(sql`update runs set status = 'running', lease_owner = 'D', attempts = 1, next_attempt_at = null,
       lease_expires_at = ${new Date(T0 + 60_000).toISOString()}::timestamptz where next_attempt_at <= ${new Date(T0).toISOString()}::timestamptz`);
     const ids = await query<{ id: string; job_id: string }>(store.database.db, sql`select id, job_id from runs where status = 'running' order by id limit ${BATCH}`);
-    const outcomes: AttemptOutcome[] = ids.map((r) => ({
+    // Half of them failed, so the statement's count of failures in a row updates half the jobs.
+    const outcomes: AttemptOutcome[] = ids.map((r, i) => ({
       shard: shardOf(tenantId),
       runId: r.id,
       jobId: r.job_id,
       attempt: 1,
       startedAtMs: T0,
       finishedAtMs: T0 + 5,
-      responseStatus: 200,
+      responseStatus: i % 2 === 0 ? 200 : 500,
       responseBodyExcerpt: null,
-      errorClass: null,
+      errorClass: i % 2 === 0 ? null : ERROR_CLASS.badStatus,
       error: null,
-      runStatus: 'succeeded',
+      runStatus: i % 2 === 0 ? 'succeeded' : 'failed',
       nextAttemptAtMs: null,
       pauseReason: null,
     }));
-    const { work, rows } = await explain(finishStatement('D', outcomes), FINISH_PLANNER_SETTING);
+    const { work, jobsWork, rows } = await explain(finishStatement('D', outcomes), FINISH_PLANNER_SETTING);
     expect(rows).toBe(BATCH);
     // Linear: the runs read once (by primary key, or in one pass on a table this small) and hashed against the
     // outcomes. The nested loop it replaces compared every run read with every outcome: BACKLOG × BATCH.
     expect(work).toBeLessThanOrEqual(2 * (BACKLOG + BATCH));
+    // Each outcome's job read once by primary key: not a pass over the bucket's BACKLOG jobs, nor a loop per outcome.
+    expect(jobsWork).toBeGreaterThanOrEqual(BATCH);
+    expect(jobsWork).toBeLessThanOrEqual(2 * BATCH);
   });
 });

@@ -17,11 +17,11 @@ import type { RetryPolicy } from '../../domain/retry.ts';
 import type { Schedule } from '../../domain/schedule.ts';
 import { jitterOffsetMs } from '../../domain/schedule.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type CatchUpPolicy, type DeliveryMode, type OverlapPolicy, type RunTrigger } from '../../domain/states.ts';
-import { announceRun, query, queryWithSetting, type Db } from '../db.ts';
+import { announceRun, query, queryWithSetting, together, type Db, type Executor } from '../db.ts';
 import { newId } from '../../domain/ids.ts';
 import { runs } from '../schema.ts';
 import type { EventSeed } from '../../domain/events.ts';
-import { recordEvents } from '../notifications.ts';
+import { endpointsOfEvents, recordEvents } from '../notifications.ts';
 import { Rotation, shareClaim, shareLeftover, type BucketDue, type BucketShare } from '../../domain/fair-share.ts';
 import { dueBuckets } from './due-backlog.ts';
 
@@ -283,30 +283,37 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
       });
     }
 
-    if (ended.length > 0) {
-      await tx.execute(sql`update runs r
-        set status = v.status, error = v.error, finished_at = ${now}::timestamptz, lease_owner = null, lease_expires_at = null,
-            attempts = r.attempts - 1
-        from jsonb_to_recordset(${JSON.stringify(ended)}::jsonb) as v(id uuid, status text, error text)
-        where r.shard = ${o.shard} and r.id = v.id`);
-    }
-    if (nextRuns.length > 0) {
-      await tx.insert(runs).values(nextRuns).onConflictDoNothing();
-      const soonest = Math.min(...nextRuns.map((n) => n.nextAttemptAt!.getTime()));
-      await announceRun(tx, soonest, o.nowMs);
-    }
-    if (jobUpdates.length > 0) {
-      await tx.execute(sql`update jobs j
-        set next_run_at = to_timestamp(v.next_ms / 1000.0), last_run_at = to_timestamp(v.last_ms / 1000.0),
-            status = case when v.completed and j.status = 'active' then 'completed' else j.status end
-        from jsonb_to_recordset(${JSON.stringify(jobUpdates)}::jsonb)
-             as v(id uuid, next_ms bigint, last_ms bigint, completed boolean)
-        where j.shard = ${o.shard} and j.id = v.id`);
-    }
+    // What follows depends on nothing but the claim: sent together, one round trip (the events' endpoints read with them).
+    const [endpoints] = await together(
+      () => endpointsOfEvents(tx, events),
+      () => (ended.length > 0 ? endRuns(tx, o.shard, ended, now) : Promise.resolve()),
+      () => (nextRuns.length > 0 ? tx.insert(runs).values(nextRuns).onConflictDoNothing() : Promise.resolve()),
+      () => (nextRuns.length > 0 ? announceRun(tx, Math.min(...nextRuns.map((n) => n.nextAttemptAt!.getTime())), o.nowMs) : Promise.resolve()),
+      () => (jobUpdates.length > 0 ? advanceJobs(tx, o.shard, jobUpdates) : Promise.resolve()),
+    );
     // After the updates above, so the events show the runs ended and the jobs completed.
-    await recordEvents(tx, events, o.nowMs);
+    await recordEvents(tx, events, o.nowMs, endpoints);
     return { deliver, taken: rows.length };
   });
+}
+
+/** Ends runs the claim took but decided not to deliver (`expired`, `skipped`), at `nowIso`: the attempt is not counted. */
+function endRuns(tx: Executor, shard: number, ended: { id: string; status: string; error: string | null }[], nowIso: string) {
+  return tx.execute(sql`update runs r
+    set status = v.status, error = v.error, finished_at = ${nowIso}::timestamptz, lease_owner = null, lease_expires_at = null,
+        attempts = r.attempts - 1
+    from jsonb_to_recordset(${JSON.stringify(ended)}::jsonb) as v(id uuid, status text, error text)
+    where r.shard = ${shard} and r.id = v.id`);
+}
+
+/** Moves the claimed runs' jobs on: next and last run times (epoch ms), and `completed` when no occurrence is left. */
+function advanceJobs(tx: Executor, shard: number, updates: { id: string; next_ms: number | null; last_ms: number; completed: boolean }[]) {
+  return tx.execute(sql`update jobs j
+    set next_run_at = to_timestamp(v.next_ms / 1000.0), last_run_at = to_timestamp(v.last_ms / 1000.0),
+        status = case when v.completed and j.status = 'active' then 'completed' else j.status end
+    from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb)
+         as v(id uuid, next_ms bigint, last_ms bigint, completed boolean)
+    where j.shard = ${shard} and j.id = v.id`);
 }
 
 /**

@@ -42,20 +42,21 @@ export type AttemptOutcome = {
  * every outcome for each run read: a batch of 500 compared 250,000 pairs, a third of the drain's database time.
  * Bitmap scans are off as well: short of statistics, the planner took the bucket's condition for selective enough and
  * left the ids out of a bitmap scan of the primary key, reading every run of the bucket; a plain index scan of the
- * primary key seeks each id.
+ * primary key seeks each id. The statement's jobs are read the same way (`id = any(…)`), hashed against its tally.
  */
 export const FINISH_PLANNER_SETTING = sql`select set_config('enable_nestloop', 'off', true), set_config('enable_bitmapscan', 'off', true)`;
 /**
- * For the statements of `recordRunEnds` (jobs and their runs, by id within one bucket), after a finish, a reap or a
- * release: nested loops over the primary key only, as in the claim (CLAIM_PLANNER_SETTING), for the same reason.
+ * For the statements of `countFailuresInARow` and `recordRunEnds` (jobs and their runs, by id within one bucket), after
+ * a reap or a release, and a finish's pauses: nested loops over the primary key only, as in the claim
+ * (CLAIM_PLANNER_SETTING), for the same reason.
  */
 const FINISH_FOLLOW_UP_SETTING = sql`select set_config('enable_nestloop', 'on', true), set_config('enable_hashjoin', 'off', true),
   set_config('enable_mergejoin', 'off', true)`;
 
 /**
- * Applies a batch of outcomes for lease owner `owner`, in one transaction per bucket: the runs and the attempt log in one
- * statement (`finishStatement`), then what the outcomes mean for their jobs (`recordRunEnds`: failures in a row, pauses
- * for a 410 Gone or `pauseAfterFailures`, and the notification events).
+ * Applies a batch of outcomes for lease owner `owner`, in one transaction per bucket: the runs, the attempt log and the
+ * failures in a row of their jobs in one statement (`finishStatement`), then what else the outcomes mean for their jobs
+ * (`recordRunEnds`: pauses for a 410 Gone or `pauseAfterFailures`, and the notification events).
  * @returns the ids of the runs whose result was recorded (the others had lost their lease)
  */
 export function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome[]): Promise<Set<string>> {
@@ -64,28 +65,65 @@ export function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome[]): P
 
 async function finishBucket(db: Db, owner: string, shard: number, outcomes: AttemptOutcome[]): Promise<Set<string>> {
   return db.transaction(async (tx) => {
-    const held = await queryWithSetting<EndedRun>(tx, FINISH_PLANNER_SETTING, finishStatement(owner, outcomes));
+    const held = await queryWithSetting<FinishedRun>(tx, FINISH_PLANNER_SETTING, finishStatement(owner, outcomes));
     const pauseReasons = new Map(outcomes.flatMap((o) => (o.pauseReason ? [[o.runId, o.pauseReason] as const] : [])));
-    // FINISH_PLANNER_SETTING is for finishStatement only: recordRunEnds sets its own for the job updates.
-    await recordRunEnds(tx, shard, held, pauseReasons, Math.max(...outcomes.map((o) => o.finishedAtMs)));
+    const reached = new Set(held.filter((h) => h.reached).map((h) => h.job_id));
+    await recordRunEnds(tx, shard, held, pauseReasons, reached, Math.max(...outcomes.map((o) => o.finishedAtMs)));
     return new Set(held.map((h) => h.id));
   });
 }
 
 /** A run whose state a finish, a reap or a release has just changed, with its new status. */
 export type EndedRun = { id: string; job_id: string; tenant_id: string; trigger: string; status: string };
+/** A run the finish statement recorded, and whether its job reached `pauseAfterFailures` by the statement's count. */
+export type FinishedRun = EndedRun & { reached: boolean };
+
+/** The runs that count toward their job's failures in a row: notification deliveries (runs of hidden jobs) do not. */
+const countsForJob = (h: EndedRun) => h.trigger !== RUN_TRIGGER.notification;
 
 /**
- * What runs that just ended (or were sent back to retry) mean for their jobs, in the caller's transaction on bucket
- * `shard` (the finish, the reaper and a release at shutdown share it, so a run failed as ambiguous counts as any
- * other): the count of failed runs in a row (a success resets it; `expired` neither counts nor resets), the pauses
- * (a 410 Gone; `pauseAfterFailures` reached), and the events of it all (docs/design.md invariant 11: committed with
- * the change). Notification deliveries (runs of hidden jobs) are left out: they neither count failures nor cause
- * events of their own. Every statement names the bucket; a batch of successes of jobs without failures reads their
- * rows and writes nothing. Sets FINISH_FOLLOW_UP_SETTING for the rest of the transaction before it updates jobs (the
- * events' reads look rows up by primary key only, whatever the setting).
+ * Counts the failed runs in a row of the jobs of `ended` (bucket `shard`), in the caller's transaction, after a reap
+ * or a release (the finish counts in its own statement, `finishStatement`, with the same rule): a failure adds one, a
+ * success resets the count (`expired` neither counts nor resets). A batch of successes of jobs without failures reads
+ * their rows and writes nothing. Sets FINISH_FOLLOW_UP_SETTING for the rest of the transaction.
+ * @returns the jobs that reached their `pauseAfterFailures` (active, with a threshold, count at or past it)
+ */
+export async function countFailuresInARow(tx: Executor, shard: number, ended: readonly EndedRun[]): Promise<Set<string>> {
+  const tally = new Map<string, { failed: number; reset: boolean }>();
+  for (const h of ended) {
+    if (!countsForJob(h) || (h.status !== RUN_STATUS.failed && h.status !== RUN_STATUS.succeeded)) continue;
+    const t = tally.get(h.job_id) ?? { failed: 0, reset: false };
+    if (h.status === RUN_STATUS.failed) t.failed++;
+    else t.reset = true;
+    tally.set(h.job_id, t);
+  }
+  if (tally.size === 0) return new Set();
+  // Nested loops over primary keys (with hash joins the update would scan the bucket's jobs).
+  const counted = await queryWithSetting<{ id: string; reached: boolean }>(
+    tx,
+    FINISH_FOLLOW_UP_SETTING,
+    sql`update jobs j
+      set consecutive_failures = case when v.reset and v.failed = 0 then 0 else j.consecutive_failures + v.failed end
+      from jsonb_to_recordset(${JSON.stringify([...tally].map(([id, t]) => ({ id, ...t })))}::jsonb) as v(id uuid, failed int, reset boolean)
+      where j.shard = ${shard} and j.id = v.id and (v.failed > 0 or j.consecutive_failures <> 0)
+      returning j.id, ${REACHED} as reached`,
+  );
+  return new Set(counted.filter((c) => c.reached).map((c) => c.id));
+}
+
+/** Whether an updated job row has reached its `pauseAfterFailures` (SQL over `jobs j`). */
+const REACHED = sql`(j.status = 'active' and j.pause_after_failures > 0 and j.consecutive_failures >= j.pause_after_failures)`;
+
+/**
+ * What runs that just ended (or were sent back to retry) mean for their jobs beyond the failures in a row, in the
+ * caller's transaction on bucket `shard` (the finish, the reaper and a release at shutdown share it, so a run failed as
+ * ambiguous counts as any other): the pauses (a 410 Gone; `pauseAfterFailures` reached, as counted) and the events of
+ * it all (docs/design.md invariant 11: committed with the change). Notification deliveries (runs of hidden jobs) are
+ * left out: they neither cause pauses nor events of their own. Every statement names the bucket; a batch of
+ * successes that pauses nothing sends none.
  * @param ended the runs changed, all of bucket `shard`, with their new status
  * @param pauseReasons run id → PausedReason its outcome asks for (`gone` for a 410); empty for the reaper
+ * @param reached the jobs whose failures in a row reached their `pauseAfterFailures` (`countFailuresInARow`, or the finish's count)
  * @param nowMs the changes' time (epoch ms): the pauses' `updatedAt` and the events' `occurredAt`
  */
 export async function recordRunEnds(
@@ -93,44 +131,25 @@ export async function recordRunEnds(
   shard: number,
   ended: readonly EndedRun[],
   pauseReasons: ReadonlyMap<string, string>,
+  reached: ReadonlySet<string>,
   nowMs: number,
 ): Promise<void> {
-  const held = ended.filter((h) => h.trigger !== RUN_TRIGGER.notification);
+  const held = ended.filter(countsForJob);
   if (held.length === 0) return;
-  const tally = new Map<string, { failed: number; reset: boolean }>();
-  for (const h of held) {
-    if (h.status !== RUN_STATUS.failed && h.status !== RUN_STATUS.succeeded) continue;
-    const t = tally.get(h.job_id) ?? { failed: 0, reset: false };
-    if (h.status === RUN_STATUS.failed) t.failed++;
-    else t.reset = true;
-    tally.set(h.job_id, t);
-  }
   const pauses = new Map<string, string>();
   for (const h of held) {
     const reason = pauseReasons.get(h.id);
     if (reason) pauses.set(h.job_id, reason);
   }
-  // Nested loops over primary keys for the job updates below (with hash joins they would scan the bucket's jobs): the
-  // setting goes with the first of them (the failures-in-a-row update when there is a tally, else the pause).
-  if (tally.size > 0) {
-    const counted = await queryWithSetting<{ id: string; reached: boolean }>(
-      tx,
-      FINISH_FOLLOW_UP_SETTING,
-      sql`update jobs j
-        set consecutive_failures = case when v.reset and v.failed = 0 then 0 else j.consecutive_failures + v.failed end
-        from jsonb_to_recordset(${JSON.stringify([...tally].map(([id, t]) => ({ id, ...t })))}::jsonb) as v(id uuid, failed int, reset boolean)
-        where j.shard = ${shard} and j.id = v.id and (v.failed > 0 or j.consecutive_failures <> 0)
-        returning j.id, (j.status = 'active' and j.pause_after_failures > 0 and j.consecutive_failures >= j.pause_after_failures) as reached`,
-    );
-    for (const c of counted) if (c.reached && !pauses.has(c.id)) pauses.set(c.id, PAUSED_REASON.consecutiveFailures);
-  }
+  for (const id of reached) if (!pauses.has(id)) pauses.set(id, PAUSED_REASON.consecutiveFailures);
   const events: EventSeed[] = [];
   for (const h of held) {
     if (h.status === RUN_STATUS.failed) events.push({ type: 'run.failed', tenantId: h.tenant_id, jobId: h.job_id, runId: h.id });
     if (h.status === RUN_STATUS.expired) events.push({ type: 'run.expired', tenantId: h.tenant_id, jobId: h.job_id, runId: h.id });
   }
   if (pauses.size > 0) {
-    if (tally.size === 0) await tx.execute(FINISH_FOLLOW_UP_SETTING);
+    // Rare (a 410, a threshold reached): the setting is sent again rather than tracked.
+    await tx.execute(FINISH_FOLLOW_UP_SETTING);
     const paused = await pauseJobs(tx, shard, JSON.stringify([...pauses].map(([id, reason]) => ({ id, reason }))), new Date(nowMs).toISOString());
     for (const p of paused) events.push({ type: 'job.paused', tenantId: p.tenant_id, jobId: p.id, reason: p.paused_reason ?? undefined });
   }
@@ -138,8 +157,10 @@ export async function recordRunEnds(
 }
 
 /**
- * The statement `finishRuns` runs: updates the runs `owner` still holds and appends every attempt to the log,
- * returning the runs updated (id, job_id, tenant_id, trigger, new status). Run it after FINISH_PLANNER_SETTING; exported for the plan's test.
+ * The statement `finishRuns` runs: updates the runs `owner` still holds, appends every attempt to the log and counts
+ * the failures in a row of their jobs (as `countFailuresInARow` does), returning the runs updated (id, job_id,
+ * tenant_id, trigger, new status) and whether each one's job reached its `pauseAfterFailures`. One statement, so one
+ * round trip. Run it after FINISH_PLANNER_SETTING; exported for the plan's test.
  */
 export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
   const shard = outcomes[0]!.shard;
@@ -188,8 +209,20 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
               response_status = excluded.response_status, response_body_excerpt = excluded.response_body_excerpt,
               -- response_status as text first: text || smallint is stable, which Citus refuses in DO UPDATE SET.
               error = attempts.error || '; then: ' || coalesce(excluded.error, 'status ' || excluded.response_status::text)
-          where attempts.error_class = ${ERROR_CLASS.leaseLost} and attempts.finished_at = attempts.started_at)
-      select id, job_id, tenant_id, trigger, status from held`;
+          where attempts.error_class = ${ERROR_CLASS.leaseLost} and attempts.finished_at = attempts.started_at),
+      tally as (
+        select job_id, (count(*) filter (where status = 'failed'))::int as failed, bool_or(status = 'succeeded') as reset
+        from held where trigger <> ${RUN_TRIGGER.notification} and status in ('failed', 'succeeded') group by job_id),
+      -- The jobs by primary key (id = any(…)), hashed against the tally: never a pass over the bucket's jobs.
+      counted as (
+        update jobs j
+        set consecutive_failures = case when t.reset and t.failed = 0 then 0 else j.consecutive_failures + t.failed end
+        from tally t
+        where j.shard = ${shard} and j.id = t.job_id and j.id = any(array(select job_id from tally))
+          and (t.failed > 0 or j.consecutive_failures <> 0)
+        returning j.id, ${REACHED} as reached)
+      select h.id, h.job_id, h.tenant_id, h.trigger, h.status, coalesce(c.reached, false) as reached
+      from held h left join counted c on c.id = h.job_id`;
 }
 
 /**

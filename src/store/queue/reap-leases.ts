@@ -3,14 +3,14 @@
  * At-least-once runs go back to `retrying`, due now, unless their attempts are spent; at-most-once runs end
  * `failed` because the request may have left (docs/design.md invariant 4: an ambiguous outcome is never re-sent).
  * A run ended `failed` here is a failed run like any other: it counts toward its job's `pauseAfterFailures` and is
- * announced as `run.failed` (`recordRunEnds`, shared with the finish), in the same transaction.
+ * announced as `run.failed` (`countFailuresInARow` and `recordRunEnds`, shared with the finish), in the same transaction.
  */
 import { sql } from 'drizzle-orm';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
 import { query, type Db } from '../db.ts';
 import { acrossBuckets } from '../citus.ts';
 import { eachBucket } from './by-bucket.ts';
-import { recordRunEnds, type EndedRun } from './finish-runs.ts';
+import { countFailuresInARow, recordRunEnds, type EndedRun } from './finish-runs.ts';
 
 /** How often a dispatcher looks for expired leases, in ms. */
 export const REAP_INTERVAL_DEFAULT_MS = 5_000;
@@ -63,7 +63,7 @@ export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATC
 
 /**
  * Reaps up to `limit` expired leases of one bucket at `nowMs`, in one transaction with what the runs it ends mean for
- * their jobs (failures in a row, pauses, `run.failed` events: `recordRunEnds`); every statement names the bucket.
+ * their jobs (failures in a row, pauses, `run.failed` events: `countFailuresInARow`, `recordRunEnds`); every statement names the bucket.
  * @returns how many runs were returned or failed
  */
 export async function reapBucket(db: Db, shard: number, nowMs: number, limit: number): Promise<number> {
@@ -81,7 +81,7 @@ export async function reapBucket(db: Db, shard: number, nowMs: number, limit: nu
           logged as (${logLeaseLost(shard, now, 'the lease expired before a result was recorded (dispatcher died or stalled)')})
           select id, job_id, tenant_id, trigger, status from taken`,
     );
-    await recordRunEnds(tx, shard, rows, NO_PAUSE_REASONS, nowMs);
+    await recordRunEnds(tx, shard, rows, NO_PAUSE_REASONS, await countFailuresInARow(tx, shard, rows), nowMs);
     return rows.length;
   });
 }
@@ -109,7 +109,7 @@ async function releaseBucket(db: Db, owner: string, shard: number, runIds: strin
           logged as (${logLeaseLost(shard, now, 'released at shutdown before a result was recorded')})
           select id, job_id, tenant_id, trigger, status from taken`,
     );
-    await recordRunEnds(tx, shard, rows, NO_PAUSE_REASONS, nowMs);
+    await recordRunEnds(tx, shard, rows, NO_PAUSE_REASONS, await countFailuresInARow(tx, shard, rows), nowMs);
   });
 }
 
