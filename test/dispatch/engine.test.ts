@@ -278,6 +278,40 @@ describe('outcome writer', () => {
     expect(w.pending).toBe(0);
   });
 
+  it('retries a failing bucket alone: the other buckets are recorded at once, not after it', async () => {
+    const s = fakeSleep(true);
+    const log = recordingLogger();
+    // Bucket 2's transaction fails twice (its Citus worker is down), bucket 1's goes through.
+    const calls: string[][] = [];
+    const finish = async (_db: Db, _owner: string, batch: AttemptOutcome[], onBucketError?: (shard: number, err: unknown, group: AttemptOutcome[]) => void) => {
+      calls.push(ids(batch));
+      const down = batch.filter((b) => b.shard === 2);
+      if (down.length > 0 && calls.length <= 2) onBucketError!(2, new Error('worker down'), down);
+      return new Set(ids(batch.filter((b) => b.shard !== 2 || calls.length > 2)));
+    };
+    const written: { batch: string[]; recorded: string[] }[] = [];
+    const w = createOutcomeWriter({
+      db: noDb,
+      clock: new ManualClock(T0),
+      logger: log,
+      sleep: s.sleep,
+      finish,
+      options: writerOptions(),
+      onWritten: (batch, recorded) => written.push({ batch: ids(batch), recorded: [...recorded].sort() }),
+    });
+    for (const [id, shard] of [['a', 1], ['b', 2], ['c', 1], ['d', 2]] as const) w.push({ ...outcomeOf(id), shard });
+    await w.flushAll();
+    expect(calls).toEqual([['a', 'b', 'c', 'd'], ['b', 'd'], ['b', 'd']]);
+    expect(written).toEqual([
+      { batch: ['a', 'c'], recorded: ['a', 'c'] },
+      { batch: ['b', 'd'], recorded: ['b', 'd'] },
+    ]);
+    expect(s.asked).toEqual([20, 100, 200]);
+    expect(log.entries.filter((e) => e.msg === 'recording outcomes failed; retrying').map((e) => e.fields.runs)).toEqual([2, 2]);
+    expect(log.entries.filter((e) => e.level === 'warn')).toEqual([]);
+    expect(w.pending).toBe(0);
+  });
+
   it('with maxTries 3 gives a batch that always fails up after 3 tries, logging its runs, and flushAll resolves', async () => {
     const s = fakeSleep(true);
     const log = recordingLogger();

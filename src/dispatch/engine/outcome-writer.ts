@@ -1,7 +1,7 @@
 /**
  * Writes attempt outcomes (`finishRuns`, one transaction per bucket): outcomes that finish within `gatherMs` of each
- * other share a statement, a backlog is written `batchSize` at a time, and a write that fails (the database is down)
- * is retried with backoff: forever by default (a long-running dispatcher keeps its leases' outcomes until the database
+ * other share a statement, a backlog is written `batchSize` at a time, and a write that fails (the database is down,
+ * or on Citus the worker holding some of its buckets: then those buckets alone) is retried with backoff: forever by default (a long-running dispatcher keeps its leases' outcomes until the database
  * is back or the process dies), or up to `maxTries` (a Workers tick, which must end). Outcomes given up on are logged;
  * their runs come back through the reaper when their leases expire.
  */
@@ -60,43 +60,58 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
   async function write(batch: AttemptOutcome[]): Promise<void> {
     writing += batch.length;
     try {
-      const written = await writeWithRetries(batch);
-      if (!written) return;
-      const { recorded, seconds } = written;
-      if (recorded.size < batch.length) {
-        logger.warn({ lost: batch.length - recorded.size }, 'outcomes not recorded: their leases had expired and were reclaimed');
-      }
-      try {
-        deps.observeWrite?.(seconds);
-        deps.onWritten?.(batch, recorded);
-      } catch (err) {
-        logger.error({ err }, 'an outcome writer hook failed');
-      }
+      await writeWithRetries(batch);
     } finally {
       writing -= batch.length;
     }
   }
 
+  /** After a write of `part`: the lost leases logged, the hooks called (a throwing hook is no failed write). */
+  function written(part: AttemptOutcome[], recorded: ReadonlySet<string>, seconds: number): void {
+    const kept = part.filter((o) => recorded.has(o.runId)).length;
+    if (kept < part.length) logger.warn({ lost: part.length - kept }, 'outcomes not recorded: their leases had expired and were reclaimed');
+    try {
+      deps.observeWrite?.(seconds);
+      deps.onWritten?.(part, recorded);
+    } catch (err) {
+      logger.error({ err }, 'an outcome writer hook failed');
+    }
+  }
+
   /**
-   * The ids recorded and the write's duration, or null when the batch was given up on. The hooks run outside: a
-   * throwing hook is no failed write.
+   * Writes `batch`, retrying what failed until it is written or `maxTries` is reached (then it is given up on). A
+   * bucket that fails (on Citus, its worker is down) is retried alone: the other buckets' outcomes are recorded at
+   * once, before their leases run out, rather than wait behind it.
    */
-  async function writeWithRetries(batch: AttemptOutcome[]): Promise<{ recorded: Set<string>; seconds: number } | null> {
+  async function writeWithRetries(batch: AttemptOutcome[]): Promise<void> {
     const delays = backoffDelays(o.backoffMinMs, o.backoffMaxMs);
+    let todo = batch;
     for (let tries = 1; ; tries++) {
+      const started = clock.now();
+      let failed: AttemptOutcome[] = [];
+      let error: unknown = null;
+      let recorded: Set<string> = new Set();
       try {
-        const started = clock.now();
-        const recorded = await finish(deps.db, o.owner, batch);
-        return { recorded, seconds: (clock.now() - started) / 1000 };
+        recorded = await finish(deps.db, o.owner, todo, (_shard, err, group) => {
+          failed.push(...group);
+          error = err;
+        });
       } catch (err) {
-        if (tries >= o.maxTries) {
-          logger.error({ err, runs: batch.map((b) => b.runId) }, 'recording outcomes failed; the reaper will take the runs back');
-          return null;
-        }
-        const backoffMs = delays.next().value;
-        logger.error({ err, backoffMs }, 'recording outcomes failed; retrying');
-        await deps.sleep(backoffMs);
+        failed = todo;
+        error = err;
       }
+      const failing = new Set(failed);
+      const done = failing.size === 0 ? todo : todo.filter((x) => !failing.has(x));
+      if (done.length > 0) written(done, recorded, (clock.now() - started) / 1000);
+      if (failed.length === 0) return;
+      if (tries >= o.maxTries) {
+        logger.error({ err: error, runs: failed.map((b) => b.runId) }, 'recording outcomes failed; the reaper will take the runs back');
+        return;
+      }
+      const backoffMs = delays.next().value;
+      logger.error({ err: error, backoffMs, runs: failed.length }, 'recording outcomes failed; retrying');
+      await deps.sleep(backoffMs);
+      todo = failed;
     }
   }
 

@@ -17,12 +17,25 @@ export function byBucket<T extends { shard: number }>(items: readonly T[]): Map<
 /**
  * Runs `fn` once per bucket of `items`, one after another (a pool of one connection, PGlite, could not run them at
  * once anyway), and unites the ids each returns.
+ * @param onBucketError called with a bucket whose `fn` failed, the error and the bucket's items; the other buckets go
+ *   on (on Citus, a worker that is down fails only the buckets it holds). Without it, the first failure is thrown.
  */
 export async function eachBucket<T extends { shard: number }>(
   items: readonly T[],
   fn: (shard: number, group: T[]) => Promise<Set<string> | void>,
+  onBucketError?: (shard: number, err: unknown, group: T[]) => void,
 ): Promise<Set<string>> {
   const all = new Set<string>();
-  for (const [shard, group] of byBucket(items)) for (const id of (await fn(shard, group)) ?? []) all.add(id);
+  for (const [shard, group] of byBucket(items)) {
+    let ids: Set<string> | void;
+    try {
+      ids = await fn(shard, group);
+    } catch (err) {
+      if (!onBucketError) throw err;
+      onBucketError(shard, err, group);
+      continue;
+    }
+    for (const id of ids ?? []) all.add(id);
+  }
   return all;
 }

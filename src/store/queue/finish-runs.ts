@@ -57,10 +57,18 @@ const FINISH_FOLLOW_UP_SETTING = sql`select set_config('enable_nestloop', 'on', 
  * Applies a batch of outcomes for lease owner `owner`, in one transaction per bucket: the runs, the attempt log and the
  * failures in a row of their jobs in one statement (`finishStatement`), then what else the outcomes mean for their jobs
  * (`recordRunEnds`: pauses for a 410 Gone or `pauseAfterFailures`, and the notification events).
- * @returns the ids of the runs whose result was recorded (the others had lost their lease)
+ * @param onBucketError called with a bucket whose transaction failed, the error and that bucket's outcomes (not
+ *   recorded); the other buckets are written all the same. Without it, the first failure is thrown (the buckets
+ *   before it are recorded).
+ * @returns the ids of the runs whose result was recorded (the others had lost their lease, or their bucket failed)
  */
-export function finishRuns(db: Db, owner: string, outcomes: AttemptOutcome[]): Promise<Set<string>> {
-  return eachBucket(outcomes, (shard, group) => finishBucket(db, owner, shard, group));
+export function finishRuns(
+  db: Db,
+  owner: string,
+  outcomes: AttemptOutcome[],
+  onBucketError?: (shard: number, err: unknown, outcomes: AttemptOutcome[]) => void,
+): Promise<Set<string>> {
+  return eachBucket(outcomes, (shard, group) => finishBucket(db, owner, shard, group), onBucketError);
 }
 
 async function finishBucket(db: Db, owner: string, shard: number, outcomes: AttemptOutcome[]): Promise<Set<string>> {
