@@ -30,7 +30,7 @@ import { renewLeases } from '../../src/store/queue/renew-leases.ts';
 import { reapExpiredLeases } from '../../src/store/queue/reap-leases.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { runById, T0, testJobSpec, useTestStore, type TestStore } from '../support/store.ts';
+import { runById, T0, testJobSpec, testOutcome, useTestStore, type TestStore } from '../support/store.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Fixtures
@@ -107,21 +107,7 @@ function claimed(runId: string, url = 'https://a.example/hook', dueAtMs = T0, o:
 
 /** The outcome of a successful first attempt of `runId`. */
 function outcomeOf(runId: string): AttemptOutcome {
-  return {
-    shard: 0,
-    runId,
-    jobId: `job-${runId}`,
-    attempt: 1,
-    startedAtMs: T0,
-    finishedAtMs: T0 + 5,
-    responseStatus: 200,
-    responseBodyExcerpt: null,
-    errorClass: null,
-    error: null,
-    runStatus: 'succeeded',
-    nextAttemptAtMs: null,
-    pauseReason: null,
-  };
+  return testOutcome({ shard: 0, runId, jobId: `job-${runId}`, attempt: 1 });
 }
 
 const ids = (xs: readonly { runId: string }[]) => xs.map((x) => x.runId);

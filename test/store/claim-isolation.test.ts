@@ -7,10 +7,9 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/domain/shard.ts';
-import { createJob } from '../../src/store/jobs.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { createTestTenantIn, openTestStore, T0, testJobSpec, type TestStore } from '../support/store.ts';
+import { openTestStore, T0, tenantsInTwoBuckets, type TestStore } from '../support/store.ts';
 
 describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('a claim with a failing bucket on $kind', (target) => {
   let store: TestStore;
@@ -31,10 +30,7 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('a claim with 
 
   beforeAll(async () => {
     store = await openTestStore(target);
-    a = await createTestTenantIn(store.ctx, 'a');
-    b = await createTestTenantIn(store.ctx, 'b');
-    while (shardOf(b) === shardOf(a)) b = await createTestTenantIn(store.ctx, 'b');
-    for (const tenant of [a, b]) for (let i = 0; i < 2; i++) await createJob(store.ctx, tenant, testJobSpec(T0), T0);
+    ({ a, b } = await tenantsInTwoBuckets(store.ctx));
     await refuseBucket(shardOf(a));
     await store.database.db.execute(sql`create trigger test_refuse_claim before update on runs for each row execute function test_refuse_claim()`);
   });

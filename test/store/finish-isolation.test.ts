@@ -8,11 +8,10 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/domain/shard.ts';
 import { query } from '../../src/store/db.ts';
-import { createJob } from '../../src/store/jobs.ts';
 import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
-import { finishRuns, type AttemptOutcome } from '../../src/store/queue/finish-runs.ts';
+import { finishRuns } from '../../src/store/queue/finish-runs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { createTestTenantIn, openTestStore, T0, testJobSpec, type TestStore } from '../support/store.ts';
+import { openTestStore, T0, tenantsInTwoBuckets, testOutcome, type TestStore } from '../support/store.ts';
 
 describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('a finish with a failing bucket on $kind', (target) => {
   let store: TestStore;
@@ -20,32 +19,14 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('a finish with
   let b: string;
   let claimed: ClaimedRun[];
 
-  const succeeded = (r: ClaimedRun): AttemptOutcome => ({
-    shard: r.shard,
-    runId: r.runId,
-    jobId: r.jobId,
-    attempt: r.attempt,
-    startedAtMs: T0,
-    finishedAtMs: T0 + 5,
-    responseStatus: 200,
-    responseBodyExcerpt: null,
-    errorClass: null,
-    error: null,
-    runStatus: 'succeeded',
-    nextAttemptAtMs: null,
-    pauseReason: null,
-  });
   /** The outcomes of bucket a's runs first, so that bucket b's come after the failure. */
-  const outcomes = () => [...claimed.filter((r) => r.tenantId === a), ...claimed.filter((r) => r.tenantId === b)].map(succeeded);
+  const outcomes = () => [...claimed.filter((r) => r.tenantId === a), ...claimed.filter((r) => r.tenantId === b)].map((r) => testOutcome(r));
   const statusOf = async (tenantId: string) =>
     (await query<{ status: string }>(store.database.db, sql`select status from runs where tenant_id = ${tenantId} order by id`)).map((r) => r.status);
 
   beforeAll(async () => {
     store = await openTestStore(target);
-    a = await createTestTenantIn(store.ctx, 'a');
-    b = await createTestTenantIn(store.ctx, 'b');
-    while (shardOf(b) === shardOf(a)) b = await createTestTenantIn(store.ctx, 'b');
-    for (const tenant of [a, b]) for (let i = 0; i < 2; i++) await createJob(store.ctx, tenant, testJobSpec(T0), T0);
+    ({ a, b } = await tenantsInTwoBuckets(store.ctx));
     claimed = await claimRuns(store.database.db, { owner: 'isolation', limit: 10, nowMs: T0, leaseMarginMs: 60_000 });
     expect(claimed).toHaveLength(4);
     await store.database.db.execute(

@@ -9,13 +9,12 @@ import { sql, type SQL } from 'drizzle-orm';
 import { shardOf } from '../../src/domain/shard.ts';
 import { describe, expect, it } from 'vitest';
 import { destinationOf } from '../../src/domain/destination.ts';
-import { ERROR_CLASS } from '../../src/domain/attempt-outcome.ts';
 import { query } from '../../src/store/db.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { CLAIM_PLANNER_SETTING, claimStatement } from '../../src/store/queue/claim-runs.ts';
-import { FINISH_PLANNER_SETTING, finishStatement, type AttemptOutcome } from '../../src/store/queue/finish-runs.ts';
+import { FINISH_PLANNER_SETTING, finishStatement } from '../../src/store/queue/finish-runs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { T0, testJobSpec, type TestStore, useTestStore } from '../support/store.ts';
+import { FAILED_500, T0, testJobSpec, testOutcome, type TestStore, useTestStore } from '../support/store.ts';
 
 /** A plan node of EXPLAIN (FORMAT JSON), as far as this test reads it. */
 type PlanNode = {
@@ -136,21 +135,7 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
       lease_expires_at = ${new Date(T0 + 60_000).toISOString()}::timestamptz where next_attempt_at <= ${new Date(T0).toISOString()}::timestamptz`);
     const ids = await query<{ id: string; job_id: string }>(store.database.db, sql`select id, job_id from runs where status = 'running' order by id limit ${BATCH}`);
     // Half of them failed, so the statement's count of failures in a row updates half the jobs.
-    const outcomes: AttemptOutcome[] = ids.map((r, i) => ({
-      shard: shardOf(tenantId),
-      runId: r.id,
-      jobId: r.job_id,
-      attempt: 1,
-      startedAtMs: T0,
-      finishedAtMs: T0 + 5,
-      responseStatus: i % 2 === 0 ? 200 : 500,
-      responseBodyExcerpt: null,
-      errorClass: i % 2 === 0 ? null : ERROR_CLASS.badStatus,
-      error: null,
-      runStatus: i % 2 === 0 ? 'succeeded' : 'failed',
-      nextAttemptAtMs: null,
-      pauseReason: null,
-    }));
+    const outcomes = ids.map((r, i) => testOutcome({ shard: shardOf(tenantId), runId: r.id, jobId: r.job_id, attempt: 1 }, i % 2 === 0 ? {} : FAILED_500));
     const { work, jobsWork, rows } = await explain(finishStatement('D', outcomes), FINISH_PLANNER_SETTING);
     expect(rows).toBe(BATCH);
     // Linear: the runs read once (by primary key, or in one pass on a table this small) and hashed against the

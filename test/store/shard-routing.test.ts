@@ -14,11 +14,11 @@ import { query } from '../../src/store/db.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { createNotificationEndpoint } from '../../src/store/notifications.ts';
 import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
-import { finishRuns, type AttemptOutcome } from '../../src/store/queue/finish-runs.ts';
+import { finishRuns } from '../../src/store/queue/finish-runs.ts';
 import { reapExpiredLeases, releaseLeases } from '../../src/store/queue/reap-leases.ts';
 import { renewLeases, unclaimRuns } from '../../src/store/queue/renew-leases.ts';
 import { WITH_CITUS } from '../support/databases.ts';
-import { createTestTenantIn, openTestStore, T0, testJobSpec, type TestStore } from '../support/store.ts';
+import { createTestTenantIn, FAILED_500, openTestStore, T0, testJobSpec, testOutcome, type TestStore } from '../support/store.ts';
 
 const TENANT_TABLES = new Set(['tenants', 'jobs', 'runs', 'attempts', 'notification_endpoints', 'api_keys', 'signing_secrets', 'idempotency_keys']);
 type PlanNode = { 'Node Type': string; 'Relation Name'?: string; 'Index Cond'?: string; 'Recheck Cond'?: string; Filter?: string; Plans?: PlanNode[] };
@@ -73,21 +73,7 @@ describe.each(WITH_CITUS)('hot-path statements name one bucket on $kind', (targe
     expect(new Set(claimed.map((r) => r.shard))).toEqual(new Set([shardOf(a), shardOf(b)]));
     expect(claimed).toHaveLength(10);
     await renewLeases(db, 'A', claimed.filter((r) => nameOf(r) !== 'reaped').map((r) => ({ shard: r.shard, runId: r.runId, attempt: r.attempt, leaseExpiresAtMs: T0 + 60_000 })));
-    const outcome = (r: ClaimedRun, ok: boolean): AttemptOutcome => ({
-      shard: r.shard,
-      runId: r.runId,
-      jobId: r.jobId,
-      attempt: r.attempt,
-      startedAtMs: T0,
-      finishedAtMs: T0 + 5,
-      responseStatus: ok ? 200 : 500,
-      responseBodyExcerpt: null,
-      errorClass: ok ? null : 'http_status',
-      error: ok ? null : 'status 500',
-      runStatus: ok ? 'succeeded' : 'failed',
-      nextAttemptAtMs: null,
-      pauseReason: null,
-    });
+    const outcome = (r: ClaimedRun, ok: boolean) => testOutcome(r, ok ? {} : FAILED_500);
     const recorded = await finishRuns(db, 'A', claimed.filter((r) => ['interval', 'fails'].includes(nameOf(r))).map((r) => outcome(r, nameOf(r) === 'interval')));
     expect(recorded.size).toBe(4);
     expect((await unclaimRuns(db, 'A', claimed.filter((r) => nameOf(r) === 'unclaimed'), T0 + 10)).size).toBe(2);

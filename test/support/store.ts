@@ -8,7 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql, type SQL } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { ERROR_CLASS } from '../../src/domain/attempt-outcome.ts';
 import { ManualClock, type Clock } from '../../src/domain/clock.ts';
+import { shardOf } from '../../src/domain/shard.ts';
 import type { JobSpec } from '../../src/domain/job.ts';
 import { resolveRetryPolicy, type RetryPolicy } from '../../src/domain/retry.ts';
 import { normalizeSchedule, type Schedule } from '../../src/domain/schedule.ts';
@@ -17,7 +19,9 @@ import type { StoreContext } from '../../src/store/context.ts';
 import { query, type Database } from '../../src/store/db.ts';
 import { openEmbedded } from '../../src/store/embedded.ts';
 import { migrateEmbedded, migratePostgresUrl } from '../../src/store/migrate.ts';
+import { createJob } from '../../src/store/jobs.ts';
 import { openPostgres } from '../../src/store/postgres.ts';
+import type { AttemptOutcome } from '../../src/store/queue/finish-runs.ts';
 import { createTenant } from '../../src/store/tenants.ts';
 import { freshDatabase, TEST_ENCRYPTION_KEY, type DatabaseTarget } from './databases.ts';
 
@@ -230,3 +234,38 @@ export function useTestStore(target: DatabaseTarget, use: (store: TestStore, ten
 export async function deleteAllJobs(database: Database): Promise<void> {
   for (const table of ['attempts', 'runs', 'jobs']) await database.db.execute(sql`delete from ${sql.identifier(table)}`);
 }
+
+/** Tenants `a` and `b`, made until they are in different buckets, each with two jobs whose first runs are due at T0. */
+export async function tenantsInTwoBuckets(ctx: StoreContext): Promise<{ a: string; b: string }> {
+  const a = await createTestTenantIn(ctx, 'a');
+  let b = await createTestTenantIn(ctx, 'b');
+  while (shardOf(b) === shardOf(a)) b = await createTestTenantIn(ctx, 'b');
+  for (const tenant of [a, b]) for (let i = 0; i < 2; i++) await createJob(ctx, tenant, testJobSpec(T0), T0);
+  return { a, b };
+}
+
+/**
+ * The outcome of attempt `run.attempt` of `run`, started at T0 and 5 ms long: a 200 success unless `o` says otherwise
+ * (`FAILED_500` for a failed one).
+ */
+export function testOutcome(run: Pick<AttemptOutcome, 'shard' | 'runId' | 'jobId' | 'attempt'>, o: Partial<AttemptOutcome> = {}): AttemptOutcome {
+  return {
+    shard: run.shard,
+    runId: run.runId,
+    jobId: run.jobId,
+    attempt: run.attempt,
+    startedAtMs: T0,
+    finishedAtMs: T0 + 5,
+    responseStatus: 200,
+    responseBodyExcerpt: null,
+    errorClass: null,
+    error: null,
+    runStatus: 'succeeded',
+    nextAttemptAtMs: null,
+    pauseReason: null,
+    ...o,
+  };
+}
+
+/** `testOutcome`'s fields for an attempt answered 500 that ends its run failed. */
+export const FAILED_500 = { responseStatus: 500, errorClass: ERROR_CLASS.badStatus, error: 'status 500', runStatus: 'failed' } as const satisfies Partial<AttemptOutcome>;
