@@ -1,9 +1,10 @@
 /**
  * Writes attempt outcomes (`finishRuns`, one transaction per bucket): outcomes that finish within `gatherMs` of each
- * other share a statement, a backlog is written `batchSize` at a time, and a write that fails (the database is down,
- * or on Citus the worker holding some of its buckets: then those buckets alone) is retried with backoff: forever by default (a long-running dispatcher keeps its leases' outcomes until the database
- * is back or the process dies), or up to `maxTries` (a Workers tick, which must end). Outcomes given up on are logged;
- * their runs come back through the reaper when their leases expire.
+ * other share a statement, a backlog is written `batchSize` at a time, and a write that fails is retried with backoff
+ * (the database is down; or on Citus the worker holding some of its buckets, and then those buckets alone): forever
+ * by default (a long-running dispatcher keeps its leases' outcomes until the database is back or the process dies),
+ * or up to `maxTries` (a Workers tick, which must end). Outcomes given up on are logged; their runs come back through
+ * the reaper when their leases expire.
  */
 import type { Clock } from '../../domain/clock.ts';
 import type { Db } from '../../store/db.ts';
