@@ -123,7 +123,20 @@ function clusterAt(dir: string, port: number, workers: number, url: string): Cit
       await rm(join(nodeDir(p), 'postmaster.pid'), { force: true });
     },
     startNode: async (p) => {
-      await pgCtl(['-D', nodeDir(p), '-l', join(dir, `n${p}.log`), '-w', 'start']);
+      // A start right after a crash sometimes fails here (seen twice, the server's log gone with the cluster): it is
+      // tried again a few times, and the last failure carries the log's end.
+      const log = join(dir, `n${p}.log`);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await pgCtl(['-D', nodeDir(p), '-l', log, '-w', 'start']);
+          return;
+        } catch (err) {
+          const tail = (await readFile(log, 'utf8').catch(() => '')).split('\n').slice(-15).join('\n');
+          if (attempt >= 3) throw new Error(`${(err as Error).message}\n--- ${log}, last lines:\n${tail}`);
+          console.warn(`citus: starting the server on port ${p} failed (try ${attempt}); again in 2 s. Its log ends:\n${tail}`);
+          await new Promise((r) => setTimeout(r, 2_000));
+        }
+      }
     },
     stop: async () => {
       await run(join(CITUS_DIR, 'stop-cluster.sh'), [dir], { timeout: 60_000 });
