@@ -81,8 +81,8 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
 
   /**
    * Writes `batch`, retrying what failed until it is written or `maxTries` is reached (then it is given up on). A
-   * bucket that fails (on Citus, its worker is down) is retried alone: the other buckets' outcomes are recorded at
-   * once, before their leases run out, rather than wait behind it.
+   * bucket that fails (on Citus, its worker is down) is retried alone: the batch's other buckets are recorded at once.
+   * Later batches still wait for this one (docs/scaling.md, "Known limit").
    */
   async function writeWithRetries(batch: AttemptOutcome[]): Promise<void> {
     const delays = backoffDelays(o.backoffMinMs, o.backoffMaxMs);
