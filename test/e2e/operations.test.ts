@@ -62,7 +62,8 @@ describe.each(DATABASE_TARGETS)('operations of a real process on $kind', (target
     });
   }
 
-  it('listens on HOST; --dev listens on 127.0.0.1 unless HOST says otherwise', async () => {
+  // Four real starts one after another: past vitest's 30 s on a loaded machine (a CI run on Node 24 timed out here).
+  it('listens on HOST; --dev listens on 127.0.0.1 unless HOST says otherwise', { timeout: 120_000 }, async () => {
     const host = (c: ChimeProcess) => /"host":"([^"]+)","port":\d+[^\n]*"msg":"listening"/.exec(c.output())?.[1];
     expect(await withChime(db.env, ['serve'], async (c) => host(c))).toBe('0.0.0.0');
     expect(await withChime({ ...db.env, HOST: '127.0.0.1' }, ['serve'], async (c) => host(c))).toBe('127.0.0.1');
