@@ -111,13 +111,16 @@ export async function countFailuresInARow(tx: Executor, shard: number, ended: re
     tx,
     FINISH_FOLLOW_UP_SETTING,
     sql`update jobs j
-      set consecutive_failures = case when v.reset and v.failed = 0 then 0 else j.consecutive_failures + v.failed end
+      set consecutive_failures = ${NEXT_FAILURES('v')}
       from jsonb_to_recordset(${JSON.stringify([...tally].map(([id, t]) => ({ id, ...t })))}::jsonb) as v(id uuid, failed int, reset boolean)
       where j.shard = ${shard} and j.id = v.id and (v.failed > 0 or j.consecutive_failures <> 0)
       returning j.id, ${REACHED} as reached`,
   );
   return new Set(counted.filter((c) => c.reached).map((c) => c.id));
 }
+
+/** The failures-in-a-row rule over `jobs j` and a tally row `alias` (failed int, reset boolean): a failure adds one, a success alone resets. */
+const NEXT_FAILURES = (alias: 't' | 'v') => sql.raw(`case when ${alias}.reset and ${alias}.failed = 0 then 0 else j.consecutive_failures + ${alias}.failed end`);
 
 /** Whether an updated job row has reached its `pauseAfterFailures` (SQL over `jobs j`). */
 const REACHED = sql`(j.status = 'active' and j.pause_after_failures > 0 and j.consecutive_failures >= j.pause_after_failures)`;
@@ -224,7 +227,7 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
       -- The jobs by primary key (id = any(…)), hashed against the tally: never a pass over the bucket's jobs.
       counted as (
         update jobs j
-        set consecutive_failures = case when t.reset and t.failed = 0 then 0 else j.consecutive_failures + t.failed end
+        set consecutive_failures = ${NEXT_FAILURES('t')}
         from tally t
         where j.shard = ${shard} and j.id = t.job_id and j.id = any(array(select job_id from tally))
           and (t.failed > 0 or j.consecutive_failures <> 0)
