@@ -30,6 +30,7 @@ import { renewLeases } from '../../src/store/queue/renew-leases.ts';
 import { reapExpiredLeases } from '../../src/store/queue/reap-leases.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
+import { recordingLogger } from '../support/logger.ts';
 import { runById, T0, testJobSpec, testOutcome, useTestStore, type TestStore } from '../support/store.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -48,15 +49,6 @@ const downDb = new Proxy({}, {
     throw new Error('database down');
   },
 }) as Db;
-
-type LogEntry = { level: 'debug' | 'info' | 'warn' | 'error'; fields: Record<string, unknown>; msg: string };
-
-/** A logger that keeps what it is given. */
-function recordingLogger(): EngineLogger & { entries: LogEntry[] } {
-  const entries: LogEntry[] = [];
-  const at = (level: LogEntry['level']) => (fields: Record<string, unknown>, msg: string) => void entries.push({ level, fields, msg });
-  return { entries, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-}
 
 /** A promise and its resolve. */
 function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
@@ -229,12 +221,12 @@ describe('outcome writer', () => {
     expect(s.asked).toEqual([]);
   });
 
-  it('retries a failing write with doubling backoff up to the max, losing and repeating nothing', async () => {
+  it('retries a failing bucket with doubling backoff up to the max, losing and repeating nothing', async () => {
     const s = fakeSleep(true);
     const log = recordingLogger();
     let w: ReturnType<typeof createOutcomeWriter>;
     const f = fakeFinish((batch, call) => {
-      // An outcome that comes in while the database is down waits for the batch being retried.
+      // An outcome that comes in for the failing bucket joins its retries (it is not tried on its own meanwhile).
       if (call === 2) w.push(outcomeOf('d'));
       if (call <= 4) throw new Error('database down');
       return new Set(ids(batch));
@@ -251,8 +243,9 @@ describe('outcome writer', () => {
     });
     for (const id of ['a', 'b', 'c']) w.push(outcomeOf(id));
     await w.flushAll();
-    expect(s.asked).toEqual([20, 100, 200, 400, 400, 20]);
-    expect(f.calls.map(ids)).toEqual([['a', 'b', 'c'], ['a', 'b', 'c'], ['a', 'b', 'c'], ['a', 'b', 'c'], ['a', 'b', 'c'], ['d']]);
+    // The gather sleep of d's batch comes during the first retry.
+    expect(s.asked).toEqual([20, 100, 20, 200, 400, 400]);
+    expect(f.calls.map(ids)).toEqual([['a', 'b', 'c'], ['a', 'b', 'c'], ['a', 'b', 'c', 'd'], ['a', 'b', 'c', 'd'], ['a', 'b', 'c', 'd']]);
     expect(recorded.sort()).toEqual(['a', 'b', 'c', 'd']);
     const retries = log.entries.filter((e) => e.msg === 'recording outcomes failed; retrying');
     expect(retries.map((e) => [e.level, e.fields.backoffMs])).toEqual([
@@ -298,7 +291,52 @@ describe('outcome writer', () => {
     expect(w.pending).toBe(0);
   });
 
-  it('with maxTries 3 gives a batch that always fails up after 3 tries, logging its runs, and flushAll resolves', async () => {
+  it('writes later batches of the other buckets while a failing bucket waits for its retry', async () => {
+    const s = fakeSleep(false);
+    const log = recordingLogger();
+    let bucket2Down = true;
+    const calls: string[][] = [];
+    const finish = async (_db: Db, _owner: string, batch: AttemptOutcome[], onBucketError?: (shard: number, err: unknown, group: AttemptOutcome[]) => void) => {
+      calls.push(ids(batch));
+      const down = bucket2Down ? batch.filter((b) => b.shard === 2) : [];
+      if (down.length > 0) onBucketError!(2, new Error('worker down'), down);
+      return new Set(ids(batch.filter((b) => !down.includes(b))));
+    };
+    const recorded: string[] = [];
+    const w = createOutcomeWriter({
+      db: noDb,
+      clock: new ManualClock(T0),
+      logger: log,
+      sleep: s.sleep,
+      finish,
+      options: writerOptions({ gatherMs: 0 }),
+      onWritten: (_, r) => recorded.push(...r),
+    });
+    const push = (id: string, shard: number) => w.push({ ...outcomeOf(id), shard });
+    push('a', 2);
+    await eventually(() => s.sleeping === 1, { what: "bucket 2's retry to wait" });
+    // Bucket 1's outcomes go out while bucket 2 waits; bucket 2's new outcome waits with it, untried.
+    push('b', 1);
+    push('c', 2);
+    push('d', 1);
+    await eventually(() => recorded.includes('d'), { what: "bucket 1's later outcomes" });
+    expect(calls).toEqual([['a'], ['b'], ['d']]);
+    expect(recorded).toEqual(['b', 'd']);
+    expect(w.pending).toBe(2);
+    bucket2Down = false;
+    s.releaseAll();
+    await w.flushAll();
+    expect(calls).toEqual([['a'], ['b'], ['d'], ['a', 'c']]);
+    expect(recorded.sort()).toEqual(['a', 'b', 'c', 'd']);
+    // Once written, the bucket is back in the ordinary batches.
+    push('e', 2);
+    await w.flushAll();
+    expect(calls.at(-1)).toEqual(['e']);
+    expect(s.asked).toEqual([100]);
+    expect(w.pending).toBe(0);
+  });
+
+  it('with maxTries 3 gives an outcome that always fails up after 3 tries, logging its runs, and flushAll resolves', async () => {
     const s = fakeSleep(true);
     const log = recordingLogger();
     const f = fakeFinish(() => {
@@ -317,9 +355,9 @@ describe('outcome writer', () => {
     w.push(outcomeOf('a'));
     w.push(outcomeOf('b'));
     await w.flushAll();
-    // 'a' is written at once, alone; 'b' follows as the next batch.
-    expect(f.calls.map(ids)).toEqual([['a'], ['a'], ['a'], ['b'], ['b'], ['b']]);
-    expect(s.asked).toEqual([100, 200, 100, 200]);
+    // 'a' is written at once, alone; 'b' joins the retries of its bucket, and each is tried 3 times.
+    expect(f.calls.map(ids)).toEqual([['a'], ['a'], ['a', 'b'], ['b'], ['b']]);
+    expect(s.asked).toEqual([100, 200, 400, 400]);
     const gaveUp = log.entries.filter((e) => e.msg === 'recording outcomes failed; the reaper will take the runs back');
     expect(gaveUp.map((e) => [e.level, e.fields.runs])).toEqual([
       ['error', ['a']],
@@ -972,7 +1010,7 @@ describe('claim pacer', () => {
 // Lease keeper
 
 describe('lease keeper without a database', () => {
-  it('round() never throws: a failed renewal and a failed reap are logged, nothing is released', async () => {
+  it('round() never throws: a failed renewal (each bucket) and a failed reap are logged, nothing is released', async () => {
     const log = recordingLogger();
     const released: string[] = [];
     const run = claimed('a1');
@@ -986,7 +1024,7 @@ describe('lease keeper without a database', () => {
     });
     await keeper.round();
     expect(log.entries.map((e) => [e.level, e.msg])).toEqual([
-      ['error', 'renewing the leases of queued runs failed'],
+      ['error', 'renewing the leases of queued runs failed in one bucket; the others were renewed'],
       ['error', 'reaper failed'],
     ]);
     expect(released).toEqual([]);
