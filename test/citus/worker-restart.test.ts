@@ -161,9 +161,12 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
       expect(new Set(d.map((x) => x.attempt)).size, `${mark}: one attempt delivered twice`).toBe(d.length);
     }
     const lost = [...accepted].filter((m) => !deliveries.has(m));
+    const onLiveWorker = (mark: string) => tenants.some((t) => t.port === survivor && mark.startsWith(t.tenantId));
+    const liveDuplicated = duplicated.filter(([mark]) => onLiveWorker(mark)).length;
     console.log(
       `citus worker crash: ${accepted.size} runs accepted (${n - refused.length} of ${n} registrations during the ${OUTAGE_MS} ms outage), ` +
-        `${refused.length} refused with 503, ${duplicated.length} delivered twice (expired leases), ${lost.length} lost`,
+        `${refused.length} refused with 503, ${duplicated.length} delivered twice (expired leases; ${liveDuplicated} of them ` +
+        `the live worker's tenants'), ${lost.length} lost`,
     );
     expect(lost).toEqual([]);
   });

@@ -11,7 +11,7 @@ import { query } from '../../src/store/db.ts';
 import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
 import { finishRuns } from '../../src/store/queue/finish-runs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { openTestStore, T0, tenantsInTwoBuckets, testOutcome, type TestStore } from '../support/store.ts';
+import { openTestStore, refuseRunUpdatesInBucket, T0, tenantsInTwoBuckets, testOutcome, type TestStore } from '../support/store.ts';
 
 describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('a finish with a failing bucket on $kind', (target) => {
   let store: TestStore;
@@ -29,14 +29,7 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('a finish with
     ({ a, b } = await tenantsInTwoBuckets(store.ctx));
     claimed = await claimRuns(store.database.db, { owner: 'isolation', limit: 10, nowMs: T0, leaseMarginMs: 60_000 });
     expect(claimed).toHaveLength(4);
-    await store.database.db.execute(
-      sql.raw(`create or replace function test_refuse_finish() returns trigger language plpgsql as $$
-        begin
-          if new.shard = ${shardOf(a)} and new.status = 'succeeded' then raise exception 'test: bucket down'; end if;
-          return new;
-        end $$`),
-    );
-    await store.database.db.execute(sql`create trigger test_refuse_finish before update on runs for each row execute function test_refuse_finish()`);
+    await refuseRunUpdatesInBucket(store.database, shardOf(a), `new.status = 'succeeded'`);
   });
   afterAll(() => store?.close());
 

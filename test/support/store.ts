@@ -245,6 +245,21 @@ export async function tenantsInTwoBuckets(ctx: StoreContext): Promise<{ a: strin
 }
 
 /**
+ * Makes every update of a run in bucket `shard` that matches `when` (a SQL condition on `new`) fail, as a statement
+ * sent to a downed Citus worker would: a trigger on `runs` that raises.
+ */
+export async function refuseRunUpdatesInBucket(database: Database, shard: number, when = 'true'): Promise<void> {
+  await database.db.execute(
+    sql.raw(`create or replace function test_refuse_update() returns trigger language plpgsql as $$
+      begin
+        if new.shard = ${shard} and (${when}) then raise exception 'test: bucket down'; end if;
+        return new;
+      end $$`),
+  );
+  await database.db.execute(sql`create trigger test_refuse_update before update on runs for each row execute function test_refuse_update()`);
+}
+
+/**
  * The outcome of attempt `run.attempt` of `run`, started at T0 and 5 ms long: a 200 success unless `o` says otherwise
  * (`FAILED_500` for a failed one).
  */

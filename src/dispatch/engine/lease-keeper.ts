@@ -57,11 +57,16 @@ export function createLeaseKeeper(deps: LeaseKeeperDeps): LeaseKeeper {
     if (runs.length === 0) return;
     const now = clock.now();
     const renewals = runs.map((r) => ({ shard: r.shard, runId: r.runId, attempt: r.attempt, leaseExpiresAtMs: now + r.callback.timeoutMs + o.leaseMarginMs }));
+    // A bucket whose renewal failed (its Citus worker is down) keeps its runs: their leases are unknown, not lost.
+    const failed = new Set<number>();
     try {
-      const held = await renewLeases(db, o.owner, renewals);
+      const held = await renewLeases(db, o.owner, renewals, (shard, err) => {
+        failed.add(shard);
+        logger.error({ err, shard }, 'renewing the leases of queued runs failed in one bucket; the others were renewed');
+      });
       // The run queue sends a run only within its lease as last extended.
       for (const [i, r] of runs.entries()) if (held.has(r.runId)) r.leaseExpiresAtMs = Math.max(r.leaseExpiresAtMs, renewals[i]!.leaseExpiresAtMs);
-      const lost = runs.filter((r) => !held.has(r.runId)).map((r) => r.runId);
+      const lost = runs.filter((r) => !held.has(r.runId) && !failed.has(r.shard)).map((r) => r.runId);
       if (lost.length > 0) deps.release(lost);
     } catch (err) {
       logger.error({ err }, 'renewing the leases of queued runs failed');
@@ -69,7 +74,9 @@ export function createLeaseKeeper(deps: LeaseKeeperDeps): LeaseKeeper {
   }
 
   async function reap(): Promise<number> {
-    const n = await reapExpiredLeases(db, clock.now());
+    const n = await reapExpiredLeases(db, clock.now(), undefined, (shard, err) =>
+      logger.error({ err, shard }, 'reaping failed in one bucket; the others were reaped'),
+    );
     if (n > 0) {
       logger.warn({ runs: n }, 'reclaimed runs whose lease expired');
       deps.onReaped?.(n);

@@ -44,9 +44,16 @@ function logLeaseLost(shard: number, nowIso: string, error: string) {
 /**
  * Reaps up to `limit` expired leases at `nowMs`: finds the buckets holding one (a read across buckets, one probe of
  * `runs_lease_idx` each), then reaps each bucket in its own transaction (`reapBucket`).
+ * @param onBucketError called with a bucket whose transaction failed (on Citus, its worker is down) and the error; the
+ *   other buckets are reaped all the same. Without it, the first failure is thrown.
  * @returns how many runs were returned or failed
  */
-export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATCH_DEFAULT): Promise<number> {
+export async function reapExpiredLeases(
+  db: Db,
+  nowMs: number,
+  limit = REAP_BATCH_DEFAULT,
+  onBucketError?: (shard: number, err: unknown) => void,
+): Promise<number> {
   const now = new Date(nowMs).toISOString();
   const buckets = await acrossBuckets<{ shard: number }>(
     db,
@@ -56,7 +63,12 @@ export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATC
   let reaped = 0;
   for (const b of buckets) {
     if (reaped >= limit) break;
-    reaped += await reapBucket(db, Number(b.shard), nowMs, limit - reaped);
+    try {
+      reaped += await reapBucket(db, Number(b.shard), nowMs, limit - reaped);
+    } catch (err) {
+      if (!onBucketError) throw err;
+      onBucketError(Number(b.shard), err);
+    }
   }
   return reaped;
 }

@@ -14,10 +14,18 @@ export type LeaseRenewal = { shard: number; runId: string; attempt: number; leas
 /**
  * Extends the leases `owner` still holds (same owner, same attempt, still `running`) to the given expiries; a lease
  * is never shortened. One statement per bucket whatever the number of runs.
+ * @param onBucketError called with a bucket whose statement failed (on Citus, its worker is down) and the error; the
+ *   other buckets are renewed all the same, and that bucket's runs are not in the result (their lease is unknown, not
+ *   lost). Without it, the first failure is thrown.
  * @returns the ids of the runs whose lease is still held (the others were reaped or released: do not send them)
  */
-export function renewLeases(db: Db, owner: string, renewals: LeaseRenewal[]): Promise<Set<string>> {
-  return eachBucket(renewals, (shard, group) => renewBucket(db, owner, shard, group));
+export function renewLeases(
+  db: Db,
+  owner: string,
+  renewals: LeaseRenewal[],
+  onBucketError?: (shard: number, err: unknown) => void,
+): Promise<Set<string>> {
+  return eachBucket(renewals, (shard, group) => renewBucket(db, owner, shard, group), onBucketError);
 }
 
 async function renewBucket(db: Db, owner: string, shard: number, renewals: LeaseRenewal[]): Promise<Set<string>> {
