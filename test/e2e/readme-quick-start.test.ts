@@ -49,9 +49,12 @@ describe("the README's Quick start, pasted top to bottom", () => {
     service = spawn('npm', ['start'], { cwd: clone, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     service.stdout!.on('data', (d) => (serviceOut += d));
     service.stderr!.on('data', (d) => (serviceOut += d));
+    // Ready once it says it listens on the port, then answers there: a process of another test that took the port
+    // between freePort() and this start would answer /readyz too (a CI run saw that, before the build had ended).
     await eventually(
       async () => {
         if (service!.exitCode !== null) throw new Error(`npm start exited with ${service!.exitCode}: ${serviceOut}`);
+        if (!serviceOut.includes(`"port":${port},"msg":"listening"`)) return false;
         return (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null))?.ok;
       },
       { timeoutMs: 60_000, what: 'npm start to be ready' },
