@@ -4,6 +4,7 @@
  * until it is ready, and stops it with a real signal.
  */
 import type { ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { spawnChime } from './build.ts';
 import { eventually } from './eventually.ts';
@@ -29,6 +30,35 @@ export async function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
+}
+
+/** Whether `port` can be listened on at 127.0.0.1 right now. */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * The first of `count` consecutive ports free at 127.0.0.1, below the kernel's ephemeral range, for a server a test
+ * stops and starts again (PostgreSQL, a Citus node). Its port must not be one the kernel hands out for outgoing
+ * connections: while the server is down, a connection attempt to its port from that very port connects to itself
+ * (TCP simultaneous open), holds the port, and the restart fails with "Address already in use" (a test run saw a
+ * 127.0.0.1:40278 → 127.0.0.1:40278 socket).
+ * @throws when no such ports are found in 100 random tries
+ */
+export async function freePortsBelowEphemeral(count = 1): Promise<number> {
+  const range = await readFile('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').catch(() => '32768 60999');
+  const ephemeralStart = Number(range.trim().split(/\s+/)[0]) || 32768;
+  const low = 10_000;
+  for (let i = 0; i < 100; i++) {
+    const port = low + Math.floor(Math.random() * (ephemeralStart - low - count));
+    const free = await Promise.all(Array.from({ length: count }, (_, k) => portFree(port + k)));
+    if (free.every(Boolean)) return port;
+  }
+  throw new Error(`no ${count} consecutive free ports between ${low} and ${ephemeralStart}`);
 }
 
 /**

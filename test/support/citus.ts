@@ -9,8 +9,7 @@ import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { createServer } from 'node:net';
-import { freePort } from './chime-process.ts';
+import { freePortsBelowEphemeral } from './chime-process.ts';
 import { descendantsOf, isRunning, killProcessTree } from './chime-run.ts';
 
 const run = promisify(execFile);
@@ -57,15 +56,6 @@ function pgCtl(args: string[]): Promise<unknown> {
   return run(asRoot ? 'runuser' : PG_CTL, asRoot ? ['-u', 'postgres', '--', PG_CTL, ...args] : args, { timeout: 60_000 });
 }
 
-/** Whether `port` can be listened on at 127.0.0.1 right now. */
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.once('error', () => resolve(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-  });
-}
-
 /**
  * Starts a coordinator and `workers` workers on consecutive ports, all free when picked. Another process can take
  * one between the pick and the start: then the half-started cluster is removed and the start tried again on other
@@ -77,10 +67,7 @@ export async function startCitusCluster(workers = 2): Promise<CitusCluster> {
     // A new folder directly in the temp dir, made by the script (owned by the servers' user when run as root: a
     // folder from mkdtemp is private to its creator, and the servers run as postgres).
     const dir = join(tmpdir(), `chime-citus-${randomBytes(6).toString('hex')}`);
-    let port = await freePort();
-    for (let i = 0; i < 20 && !(await Promise.all(Array.from({ length: workers }, (_, k) => portFree(port + 1 + k)))).every(Boolean); i++) {
-      port = await freePort();
-    }
+    const port = await freePortsBelowEphemeral(1 + workers);
     try {
       const { stdout } = await run(join(CITUS_DIR, 'start-cluster.sh'), [dir, String(port), String(workers)], { timeout: 120_000 });
       return clusterAt(dir, port, workers, stdout.trim().split('\n').pop()!);

@@ -10,7 +10,7 @@ import { userInfo } from 'node:os';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './chime-process.ts';
+import { freePortsBelowEphemeral } from './chime-process.ts';
 
 const run = promisify(execFile);
 
@@ -51,7 +51,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   }
   const data = join(dir, 'data');
   await as('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
-  const port = await freePort();
+  const port = await freePortsBelowEphemeral();
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
   const start = async () => {
     await as('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start']);
