@@ -63,6 +63,22 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
     return row!.port;
   }
 
+  /**
+   * What a failure needs to be understood: the runs by status on each worker, and what the processes logged at warn
+   * and above (their last 40 such lines each).
+   */
+  async function diagnosis(tenants: Placed[], crashed: number): Promise<string> {
+    const onCrashed = tenants.filter((t) => t.port === crashed).map((t) => t.tenantId);
+    const runs = await admin<{ crashed: boolean; status: string; leased: boolean; n: number }[]>`
+      select tenant_id = any(${onCrashed}::uuid[]) as crashed, status, lease_owner is not null as leased, count(*)::int as n
+      from runs group by 1, 2, 3 order by 1, 2, 3`.catch((e: Error) => `runs unreadable: ${e.message}`);
+    const logs = processes.map((p, i) => {
+      const lines = p.output().split('\n').filter((l) => /"level":(4|5|6)0/.test(l)).slice(-40);
+      return `--- process ${i} (${p.child.exitCode === null ? 'running' : `exited ${p.child.exitCode}`})\n${lines.join('\n')}`;
+    });
+    return `runs (crashed worker's tenants?, status, leased, count): ${JSON.stringify(runs)}\n${logs.join('\n')}`;
+  }
+
   it('loses no accepted run, and every tenant on either worker is delivered', { timeout: 300_000 }, async () => {
     const env = { DATABASE_URL: cluster.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, ...CHAOS_ENV };
     const api = await startChime(env, ['serve', '--role', 'api']);
@@ -135,7 +151,9 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
         return true;
       },
       { timeoutMs: 120_000, what: 'every accepted run to arrive' },
-    );
+    ).catch(async (err: Error) => {
+      throw new Error(`${err.message}\n${await diagnosis(tenants, crashed)}`);
+    });
 
     // The database agrees: every run final and succeeded; a duplicate only where a lease expired.
     await eventually(

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { CITUS_EVERYWHERE, CITUS_TESTS, startCitusCluster } from './citus.ts';
+import { CITUS_EVERYWHERE, CITUS_TESTS, startCitusCluster, type CitusCluster } from './citus.ts';
 
 export type DatabaseTarget = { kind: 'pglite' | 'postgres' | 'citus' };
 
@@ -31,6 +31,8 @@ export type FreshDatabase = {
   env: Record<string, string>;
   url: string | null;
   dataDir: string | null;
+  /** The cluster, on Citus (a test can stop a worker); null elsewhere. */
+  cluster: CitusCluster | null;
   drop(): Promise<void>;
 };
 
@@ -41,7 +43,7 @@ export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64');
 export async function freshDatabase(target: DatabaseTarget): Promise<FreshDatabase> {
   if (target.kind === 'pglite') {
     const dataDir = await mkdtemp(join(tmpdir(), 'chime-test-'));
-    return { env: { CHIME_DATA_DIR: dataDir }, url: null, dataDir, drop: () => rm(dataDir, { recursive: true, force: true }) };
+    return { env: { CHIME_DATA_DIR: dataDir }, url: null, dataDir, cluster: null, drop: () => rm(dataDir, { recursive: true, force: true }) };
   }
   if (target.kind === 'citus') {
     const cluster = await startCitusCluster(2);
@@ -49,6 +51,7 @@ export async function freshDatabase(target: DatabaseTarget): Promise<FreshDataba
       env: { DATABASE_URL: cluster.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY },
       url: cluster.url,
       dataDir: null,
+      cluster,
       drop: () => cluster.stop(),
     };
   }
@@ -64,6 +67,7 @@ export async function freshDatabase(target: DatabaseTarget): Promise<FreshDataba
     env: { DATABASE_URL: url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY },
     url,
     dataDir: null,
+    cluster: null,
     async drop() {
       const a = postgres(adminUrl, { max: 1, onnotice: () => {} });
       await a.unsafe(`drop database if exists ${name} with (force)`);

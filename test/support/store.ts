@@ -23,6 +23,7 @@ import { createJob } from '../../src/store/jobs.ts';
 import { openPostgres } from '../../src/store/postgres.ts';
 import type { AttemptOutcome } from '../../src/store/queue/finish-runs.ts';
 import { createTenant } from '../../src/store/tenants.ts';
+import type { CitusCluster } from './citus.ts';
 import { freshDatabase, TEST_ENCRYPTION_KEY, type DatabaseTarget } from './databases.ts';
 
 /** A fixed instant tests start from (epoch ms): 2030-01-01T00:00:00Z. */
@@ -30,6 +31,8 @@ export const T0 = Date.UTC(2030, 0, 1);
 
 export type TestStore = {
   target: DatabaseTarget;
+  /** The Citus cluster under `database` (a test can stop a worker); null on PGlite and PostgreSQL. */
+  cluster: CitusCluster | null;
   database: Database;
   cipher: Cipher;
   clock: Clock;
@@ -65,6 +68,7 @@ export async function openTestStore(
     await migrateEmbedded(database.pg);
     return {
       target,
+      cluster: null,
       database,
       cipher,
       clock,
@@ -83,6 +87,7 @@ export async function openTestStore(
   const others: Database[] = [];
   return {
     target,
+    cluster: fresh.cluster,
     database,
     cipher,
     clock,

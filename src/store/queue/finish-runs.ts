@@ -192,10 +192,9 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
       error: o.error,
     })),
   );
-  return sql`with v as materialized (
-        select * from jsonb_to_recordset(${rows}::jsonb)
-          as v(id uuid, attempt smallint, status text, next_ms bigint, started_ms bigint, finished_ms bigint,
-               response_status smallint, excerpt text, error_class text, error text)),
+  const columns = sql.raw(`(id uuid, attempt smallint, status text, next_ms bigint, started_ms bigint, finished_ms bigint,
+               response_status smallint, excerpt text, error_class text, error text)`);
+  return sql`with v as materialized (select * from jsonb_to_recordset(${rows}::jsonb) as v${columns}),
       held as (
         update runs r
         set status = v.status, next_attempt_at = to_timestamp(v.next_ms / 1000.0),
@@ -208,13 +207,15 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
           and r.id = any(${ids}::uuid[])
         returning r.id, r.job_id, r.tenant_id, r.trigger, r.status),
       -- Every attempt happened, whether or not its lease still held: the log keeps them all. A result that comes
-      -- after the reaper logged its attempt as lease_lost fills that entry in and keeps the class.
+      -- after the reaper logged its attempt as lease_lost fills that entry in and keeps the class. It reads the
+      -- outcomes again, not from v: on Citus an INSERT … SELECT from a CTE's result sends that result to every
+      -- node, so each finish needed every worker up (a stopped worker failed the other workers' buckets too).
       logged as (
         insert into attempts (shard, run_id, attempt, started_at, finished_at, duration_ms, response_status,
                               response_body_excerpt, error_class, error)
         select ${shard}::smallint, v.id, v.attempt, to_timestamp(v.started_ms / 1000.0), to_timestamp(v.finished_ms / 1000.0),
                v.finished_ms - v.started_ms, v.response_status, v.excerpt, v.error_class, v.error
-        from v
+        from jsonb_to_recordset(${rows}::jsonb) as v${columns}
         on conflict (shard, run_id, attempt) do update
           set started_at = excluded.started_at, finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
               response_status = excluded.response_status, response_body_excerpt = excluded.response_body_excerpt,

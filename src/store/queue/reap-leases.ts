@@ -5,9 +5,9 @@
  * A run ended `failed` here is a failed run like any other: it counts toward its job's `pauseAfterFailures` and is
  * announced as `run.failed` (`countFailuresInARow` and `recordRunEnds`, shared with the finish), in the same transaction.
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
-import { query, type Db } from '../db.ts';
+import { query, type Db, type Executor } from '../db.ts';
 import { acrossBuckets } from '../citus.ts';
 import { eachBucket } from './by-bucket.ts';
 import { countFailuresInARow, recordRunEnds, type EndedRun } from './finish-runs.ts';
@@ -31,14 +31,28 @@ function giveBack(nowIso: string, atMostOnceError: string, otherError: string) {
 }
 
 /**
- * The attempt-log entry of each run given back (`taken` is a CTE of `(id, attempts)`): the attempt whose lease was
- * lost, with error class `lease_lost`, so the history shows why the run was re-sent (or, at-most-once, failed).
- * A result that arrives later for that attempt fills the entry in (finish-runs.ts) instead of being lost.
+ * Takes runs back in the caller's transaction on bucket `shard`: `update` (an UPDATE of runs … RETURNING id, attempts,
+ * job_id, tenant_id, trigger, status) gives them back; each one's lost attempt goes into the attempt log with error
+ * class `lease_lost` and `error`, so the history shows why the run was re-sent (or, at-most-once, failed), and a result
+ * that arrives later for that attempt fills the entry in (finish-runs.ts); then what the ends mean for their jobs
+ * (`countFailuresInARow`, `recordRunEnds`). Shared by the reaper and a release at shutdown.
+ * @returns how many runs were taken back
  */
-function logLeaseLost(shard: number, nowIso: string, error: string) {
-  return sql`insert into attempts (shard, run_id, attempt, started_at, finished_at, error_class, error)
-    select ${shard}::smallint, id, attempts, ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${ERROR_CLASS.leaseLost}, ${error}::text from taken
-    on conflict (shard, run_id, attempt) do nothing`;
+async function takeBack(tx: Executor, shard: number, nowMs: number, update: SQL, error: string): Promise<number> {
+  const rows = await query<EndedRun & { attempts: number }>(tx, update);
+  if (rows.length === 0) return 0;
+  const now = new Date(nowMs).toISOString();
+  // A statement of its own, from the rows as a parameter: on Citus an INSERT … SELECT from a CTE's result (the
+  // update's) sends that result to every node, so a stopped worker would fail every bucket's reap.
+  await query(
+    tx,
+    sql`insert into attempts (shard, run_id, attempt, started_at, finished_at, error_class, error)
+      select ${shard}::smallint, v.id, v.attempt, ${now}::timestamptz, ${now}::timestamptz, ${ERROR_CLASS.leaseLost}, ${error}::text
+      from jsonb_to_recordset(${JSON.stringify(rows.map((r) => ({ id: r.id, attempt: r.attempts })))}::jsonb) as v(id uuid, attempt smallint)
+      on conflict (shard, run_id, attempt) do nothing`,
+  );
+  await recordRunEnds(tx, shard, rows, NO_PAUSE_REASONS, await countFailuresInARow(tx, shard, rows), nowMs);
+  return rows.length;
 }
 
 /**
@@ -80,22 +94,20 @@ export async function reapExpiredLeases(
  */
 export async function reapBucket(db: Db, shard: number, nowMs: number, limit: number): Promise<number> {
   const now = new Date(nowMs).toISOString();
-  return db.transaction(async (tx) => {
-    const rows = await query<EndedRun>(
+  return db.transaction((tx) =>
+    takeBack(
       tx,
-      sql`with taken as (
-            update runs r
-            set ${giveBack(now, 'ambiguous outcome: the dispatcher lost its lease mid-delivery; not re-sent (at-most-once)', 'the dispatcher lost its lease mid-delivery')}
-            from (select id from runs where shard = ${shard} and lease_expires_at < ${now}::timestamptz and status = 'running'
-                  limit ${limit} for update skip locked) expired, jobs j
-            where r.shard = ${shard} and r.id = expired.id and j.shard = ${shard} and j.id = r.job_id
-            returning r.id, r.attempts, r.job_id, r.tenant_id, r.trigger, r.status),
-          logged as (${logLeaseLost(shard, now, 'the lease expired before a result was recorded (dispatcher died or stalled)')})
-          select id, job_id, tenant_id, trigger, status from taken`,
-    );
-    await recordRunEnds(tx, shard, rows, NO_PAUSE_REASONS, await countFailuresInARow(tx, shard, rows), nowMs);
-    return rows.length;
-  });
+      shard,
+      nowMs,
+      sql`update runs r
+        set ${giveBack(now, 'ambiguous outcome: the dispatcher lost its lease mid-delivery; not re-sent (at-most-once)', 'the dispatcher lost its lease mid-delivery')}
+        from (select id from runs where shard = ${shard} and lease_expires_at < ${now}::timestamptz and status = 'running'
+              limit ${limit} for update skip locked) expired, jobs j
+        where r.shard = ${shard} and r.id = expired.id and j.shard = ${shard} and j.id = r.job_id
+        returning r.id, r.attempts, r.job_id, r.tenant_id, r.trigger, r.status`,
+      'the lease expired before a result was recorded (dispatcher died or stalled)',
+    ),
+  );
 }
 
 /**
@@ -108,21 +120,20 @@ export async function releaseLeases(db: Db, owner: string, held: { shard: number
 
 async function releaseBucket(db: Db, owner: string, shard: number, runIds: string[], nowMs: number): Promise<void> {
   const now = new Date(nowMs).toISOString();
-  await db.transaction(async (tx) => {
-    const rows = await query<EndedRun>(
+  await db.transaction((tx) =>
+    takeBack(
       tx,
-      sql`with taken as (
-            update runs r
-            set ${giveBack(now, 'ambiguous outcome: shutdown interrupted the request; not re-sent (at-most-once)', 'released at shutdown')}
-            from jobs j
-            where r.shard = ${shard} and r.id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(runIds)}::jsonb))
-              and r.lease_owner = ${owner} and r.status = 'running' and j.shard = ${shard} and j.id = r.job_id
-            returning r.id, r.attempts, r.job_id, r.tenant_id, r.trigger, r.status),
-          logged as (${logLeaseLost(shard, now, 'released at shutdown before a result was recorded')})
-          select id, job_id, tenant_id, trigger, status from taken`,
-    );
-    await recordRunEnds(tx, shard, rows, NO_PAUSE_REASONS, await countFailuresInARow(tx, shard, rows), nowMs);
-  });
+      shard,
+      nowMs,
+      sql`update runs r
+        set ${giveBack(now, 'ambiguous outcome: shutdown interrupted the request; not re-sent (at-most-once)', 'released at shutdown')}
+        from jobs j
+        where r.shard = ${shard} and r.id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(runIds)}::jsonb))
+          and r.lease_owner = ${owner} and r.status = 'running' and j.shard = ${shard} and j.id = r.job_id
+        returning r.id, r.attempts, r.job_id, r.tenant_id, r.trigger, r.status`,
+      'released at shutdown before a result was recorded',
+    ),
+  );
 }
 
 /** No receiver answered a taken run, so none asked for a pause (a 410 Gone): only failures in a row can pause. */
