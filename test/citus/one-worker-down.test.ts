@@ -25,23 +25,13 @@ describe.runIf(CITUS_TESTS)('one Citus worker down', () => {
   /** The live worker's job that pauses after one failure. */
   let pausing: string;
 
-  /** The worker port holding bucket `shard` (Citus's placement of its shard of `runs`). */
-  async function workerOf(shard: number): Promise<number> {
-    const [row] = await query<{ port: number }>(
-      store.database.db,
-      sql`select nodeport::int as port from citus_shards
-          where table_name = 'runs'::regclass and shardid = get_shard_id_for_distribution_column('runs', ${shard}::smallint)`,
-    );
-    return row!.port;
-  }
-
   beforeAll(async () => {
     store = await openTestStore({ kind: 'citus' });
     const [stopped, running] = store.cluster!.workerPorts as [number, number];
     const placed = new Map<number, string>();
     for (let i = 0; i < 40 && placed.size < 2; i++) {
       const tenant = await createTestTenantIn(store.ctx, `t${i}`);
-      const port = await workerOf(shardOf(tenant));
+      const port = await store.cluster!.workerOf(shardOf(tenant));
       if (!placed.has(port)) placed.set(port, tenant);
     }
     live = placed.get(running)!;

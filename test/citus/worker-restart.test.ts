@@ -55,14 +55,6 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
     await cluster?.stop();
   }, 120_000);
 
-  /** The worker port holding the bucket of `tenantId` (Citus's placement of its shard of `runs`). */
-  async function workerOf(tenantId: string): Promise<number> {
-    const [row] = await admin<{ port: number }[]>`
-      select nodeport::int as port from citus_shards
-      where table_name = 'runs'::regclass and shardid = get_shard_id_for_distribution_column('runs', ${shardOf(tenantId)}::smallint)`;
-    return row!.port;
-  }
-
   /**
    * What a failure needs to be understood: the runs by status on each worker, and what the processes logged at warn
    * and above (their last 40 such lines each).
@@ -89,7 +81,7 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
     const tenants: Placed[] = [];
     for (let i = 0; i < 40 && tenants.length < 4; i++) {
       const t = await createTestTenant(api.url, `t${i}`);
-      const port = await workerOf(t.tenantId);
+      const port = await cluster.workerOf(shardOf(t.tenantId));
       if (tenants.filter((p) => p.port === port).length < 2) tenants.push({ ...t, port });
     }
     expect(tenants.map((t) => t.port).sort()).toEqual([crashed, crashed, survivor, survivor].sort());

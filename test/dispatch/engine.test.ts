@@ -140,6 +140,21 @@ function fakeFinish(answer: (batch: AttemptOutcome[], call: number) => Promise<S
   };
 }
 
+/**
+ * A finish statement whose bucket 2 fails (its Citus worker is down) in the calls where `down(call)` holds (1-based),
+ * handing those outcomes to onBucketError; the other buckets' outcomes are recorded. `calls` are the batches' ids.
+ */
+function bucket2DownFinish(down: (call: number) => boolean) {
+  const calls: string[][] = [];
+  const finish = async (_db: Db, _owner: string, batch: AttemptOutcome[], onBucketError?: (shard: number, err: unknown, group: AttemptOutcome[]) => void) => {
+    calls.push(ids(batch));
+    const failing = down(calls.length) ? batch.filter((b) => b.shard === 2) : [];
+    if (failing.length > 0) onBucketError!(2, new Error('worker down'), failing);
+    return new Set(ids(batch.filter((b) => !failing.includes(b))));
+  };
+  return { calls, finish };
+}
+
 const writerOptions = (o: Partial<OutcomeWriterOptions> = {}): OutcomeWriterOptions => ({
   owner: 'owner-1',
   gatherMs: 20,
@@ -261,13 +276,7 @@ describe('outcome writer', () => {
     const s = fakeSleep(true);
     const log = recordingLogger();
     // Bucket 2's transaction fails twice (its Citus worker is down), bucket 1's goes through.
-    const calls: string[][] = [];
-    const finish = async (_db: Db, _owner: string, batch: AttemptOutcome[], onBucketError?: (shard: number, err: unknown, group: AttemptOutcome[]) => void) => {
-      calls.push(ids(batch));
-      const down = batch.filter((b) => b.shard === 2);
-      if (down.length > 0 && calls.length <= 2) onBucketError!(2, new Error('worker down'), down);
-      return new Set(ids(batch.filter((b) => b.shard !== 2 || calls.length > 2)));
-    };
+    const { calls, finish } = bucket2DownFinish((call) => call <= 2);
     const written: { batch: string[]; recorded: string[] }[] = [];
     const w = createOutcomeWriter({
       db: noDb,
@@ -295,13 +304,7 @@ describe('outcome writer', () => {
     const s = fakeSleep(false);
     const log = recordingLogger();
     let bucket2Down = true;
-    const calls: string[][] = [];
-    const finish = async (_db: Db, _owner: string, batch: AttemptOutcome[], onBucketError?: (shard: number, err: unknown, group: AttemptOutcome[]) => void) => {
-      calls.push(ids(batch));
-      const down = bucket2Down ? batch.filter((b) => b.shard === 2) : [];
-      if (down.length > 0) onBucketError!(2, new Error('worker down'), down);
-      return new Set(ids(batch.filter((b) => !down.includes(b))));
-    };
+    const { calls, finish } = bucket2DownFinish(() => bucket2Down);
     const recorded: string[] = [];
     const w = createOutcomeWriter({
       db: noDb,

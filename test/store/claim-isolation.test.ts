@@ -9,7 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/domain/shard.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { openTestStore, T0, tenantsInTwoBuckets, type TestStore } from '../support/store.ts';
+import { openTestStore, refuseRunUpdatesInBucket, T0, tenantsInTwoBuckets, type TestStore } from '../support/store.ts';
 
 describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('a claim with a failing bucket on $kind', (target) => {
   let store: TestStore;
@@ -17,22 +17,13 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('a claim with 
   let b: string;
   const claim = (onBucketError?: (shard: number, err: unknown) => void) =>
     claimRuns(store.database.db, { owner: 'isolation', limit: 10, nowMs: T0, leaseMarginMs: 1_000, onBucketError });
-  const refuseBucket = (shard: number | null) =>
-    store.database.db.execute(
-      sql.raw(`create or replace function test_refuse_claim() returns trigger language plpgsql as $$
-        begin
-          if ${shard === null ? 'true' : `new.shard = ${shard}`} and new.lease_owner is not null then
-            raise exception 'test: bucket down';
-          end if;
-          return new;
-        end $$`),
-    );
+  /** Claims in bucket `shard` (null: in any) fail: the claim's update sets a lease owner. */
+  const refuseBucket = (shard: number | null) => refuseRunUpdatesInBucket(store.database, shard, 'new.lease_owner is not null');
 
   beforeAll(async () => {
     store = await openTestStore(target);
     ({ a, b } = await tenantsInTwoBuckets(store.ctx));
     await refuseBucket(shardOf(a));
-    await store.database.db.execute(sql`create trigger test_refuse_claim before update on runs for each row execute function test_refuse_claim()`);
   });
   afterAll(() => store?.close());
   // Every test starts from the four runs waiting, whatever the one before claimed.

@@ -9,6 +9,7 @@ import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import postgres from 'postgres';
 import { freePortsBelowEphemeral } from './chime-process.ts';
 import { descendantsOf, isRunning, killProcessTree } from './chime-run.ts';
 
@@ -44,6 +45,8 @@ export type CitusCluster = {
   killNode(port: number): Promise<void>;
   /** Starts the server on `port` again (it recovers from its WAL) and resolves once it accepts connections. */
   startNode(port: number): Promise<void>;
+  /** The port of the worker holding bucket `shard` (Citus's placement of its shard of `runs`), asked of the coordinator. */
+  workerOf(shard: number): Promise<number>;
   /** Stops every node and removes the cluster's folder. */
   stop(): Promise<void>;
 };
@@ -123,6 +126,17 @@ function clusterAt(dir: string, port: number, workers: number, url: string): Cit
           console.warn(`citus: starting the server on port ${p} failed (try ${attempt}); again in 2 s. Its log ends:\n${tail}`);
           await new Promise((r) => setTimeout(r, 2_000));
         }
+      }
+    },
+    workerOf: async (shard) => {
+      const sql = postgres(url, { max: 1, onnotice: () => {} });
+      try {
+        const [row] = await sql<{ port: number }[]>`
+          select nodeport::int as port from citus_shards
+          where table_name = 'runs'::regclass and shardid = get_shard_id_for_distribution_column('runs', ${shard}::smallint)`;
+        return row!.port;
+      } finally {
+        await sql.end();
       }
     },
     stop: async () => {

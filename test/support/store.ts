@@ -250,18 +250,19 @@ export async function tenantsInTwoBuckets(ctx: StoreContext): Promise<{ a: strin
 }
 
 /**
- * Makes every update of a run in bucket `shard` that matches `when` (a SQL condition on `new`) fail, as a statement
- * sent to a downed Citus worker would: a trigger on `runs` that raises.
+ * Makes every update of a run in bucket `shard` (null: in any bucket) that matches `when` (a SQL condition on `new`)
+ * fail, as a statement sent to a downed Citus worker would: a trigger on `runs` that raises. Called again, it replaces
+ * the rule.
  */
-export async function refuseRunUpdatesInBucket(database: Database, shard: number, when = 'true'): Promise<void> {
+export async function refuseRunUpdatesInBucket(database: Database, shard: number | null, when = 'true'): Promise<void> {
   await database.db.execute(
     sql.raw(`create or replace function test_refuse_update() returns trigger language plpgsql as $$
       begin
-        if new.shard = ${shard} and (${when}) then raise exception 'test: bucket down'; end if;
+        if ${shard === null ? 'true' : `new.shard = ${shard}`} and (${when}) then raise exception 'test: bucket down'; end if;
         return new;
       end $$`),
   );
-  await database.db.execute(sql`create trigger test_refuse_update before update on runs for each row execute function test_refuse_update()`);
+  await database.db.execute(sql`create or replace trigger test_refuse_update before update on runs for each row execute function test_refuse_update()`);
 }
 
 /**

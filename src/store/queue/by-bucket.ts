@@ -14,6 +14,24 @@ export function byBucket<T extends { shard: number }>(items: readonly T[]): Map<
   return groups;
 }
 
+/** Called with a bucket whose statement failed (on Citus, the worker holding it is down) and the error. */
+export type OnBucketError = (shard: number, err: unknown) => void;
+
+/**
+ * Runs `fn`, the statements of bucket `shard`: a failure goes to `onBucketError`, so that the caller goes on with the
+ * other buckets, or without one is thrown.
+ * @returns what `fn` returns, or undefined when it failed and `onBucketError` took the error
+ */
+export async function inBucket<R>(shard: number, fn: () => Promise<R>, onBucketError?: OnBucketError): Promise<R | undefined> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (!onBucketError) throw err;
+    onBucketError(shard, err);
+    return undefined;
+  }
+}
+
 /**
  * Runs `fn` once per bucket of `items`, one after another (a pool of one connection, PGlite, could not run them at
  * once anyway), and unites the ids each returns.
@@ -27,14 +45,7 @@ export async function eachBucket<T extends { shard: number }>(
 ): Promise<Set<string>> {
   const all = new Set<string>();
   for (const [shard, group] of byBucket(items)) {
-    let ids: Set<string> | void;
-    try {
-      ids = await fn(shard, group);
-    } catch (err) {
-      if (!onBucketError) throw err;
-      onBucketError(shard, err, group);
-      continue;
-    }
+    const ids = await inBucket(shard, () => fn(shard, group), onBucketError && ((s, err) => onBucketError(s, err, group)));
     for (const id of ids ?? []) all.add(id);
   }
   return all;

@@ -24,6 +24,7 @@ import type { EventSeed } from '../../domain/events.ts';
 import { endpointsOfEvents, recordEvents } from '../notifications.ts';
 import { Rotation, shareClaim, shareLeftover, type BucketDue, type BucketShare } from '../../domain/fair-share.ts';
 import { dueBuckets } from './due-backlog.ts';
+import { inBucket, type OnBucketError } from './by-bucket.ts';
 
 /** A run this dispatcher now holds, with what it needs to deliver it. Times are epoch ms. */
 export type ClaimedRun = {
@@ -164,7 +165,7 @@ export type FairClaim = {
    * Called when one bucket's claim fails; the claim then goes on with the other buckets (on Citus, a worker that is
    * down fails only the buckets it holds). Without it, the first failure is thrown.
    */
-  onBucketError?: (shard: number, err: unknown) => void;
+  onBucketError?: OnBucketError;
 };
 
 /**
@@ -181,19 +182,18 @@ export async function claimRuns(db: Db, o: ClaimOptions & FairClaim): Promise<Cl
   let shares = shareClaim(buckets, o.limit, o.nowMs + (o.horizonMs ?? 0), rotation);
   const tried = new Set<number>();
   const failed = new Set<number>();
+  const onBucketError: OnBucketError | undefined =
+    o.onBucketError &&
+    ((shard, err) => {
+      o.onBucketError!(shard, err);
+      failed.add(shard);
+    });
   for (let pass = 0; pass < 2 && shares.length > 0; pass++) {
     const served: (BucketShare & { claimed: number })[] = [];
     for (const share of shares) {
-      let runs: { deliver: ClaimedRun[]; taken: number };
       tried.add(share.shard);
-      try {
-        runs = await claimBucket(db, { ...o, shard: share.shard, limit: share.limit });
-      } catch (err) {
-        if (!o.onBucketError) throw err;
-        o.onBucketError(share.shard, err);
-        failed.add(share.shard);
-        continue;
-      }
+      const runs = await inBucket(share.shard, () => claimBucket(db, { ...o, shard: share.shard, limit: share.limit }), onBucketError);
+      if (!runs) continue;
       // A bucket whose runs all ended at the claim (expired, skipped) may still have more due: count what was taken.
       served.push({ ...share, claimed: runs.taken });
       claimed.push(...runs.deliver);

@@ -9,7 +9,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
 import { query, type Db, type Executor } from '../db.ts';
 import { acrossBuckets } from '../citus.ts';
-import { eachBucket } from './by-bucket.ts';
+import { eachBucket, inBucket, type OnBucketError } from './by-bucket.ts';
 import { countFailuresInARow, recordRunEnds, type EndedRun } from './finish-runs.ts';
 
 /** How often a dispatcher looks for expired leases, in ms. */
@@ -66,7 +66,7 @@ export async function reapExpiredLeases(
   db: Db,
   nowMs: number,
   limit = REAP_BATCH_DEFAULT,
-  onBucketError?: (shard: number, err: unknown) => void,
+  onBucketError?: OnBucketError,
 ): Promise<number> {
   const now = new Date(nowMs).toISOString();
   const buckets = await acrossBuckets<{ shard: number }>(
@@ -77,12 +77,7 @@ export async function reapExpiredLeases(
   let reaped = 0;
   for (const b of buckets) {
     if (reaped >= limit) break;
-    try {
-      reaped += await reapBucket(db, Number(b.shard), nowMs, limit - reaped);
-    } catch (err) {
-      if (!onBucketError) throw err;
-      onBucketError(Number(b.shard), err);
-    }
+    reaped += (await inBucket(Number(b.shard), () => reapBucket(db, Number(b.shard), nowMs, limit - reaped), onBucketError)) ?? 0;
   }
   return reaped;
 }

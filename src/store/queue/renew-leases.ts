@@ -6,7 +6,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { query, type Db } from '../db.ts';
-import { eachBucket } from './by-bucket.ts';
+import { eachBucket, type OnBucketError } from './by-bucket.ts';
 
 /** One lease to extend: the run, the attempt that claimed it, and the new expiry (epoch ms). */
 export type LeaseRenewal = { shard: number; runId: string; attempt: number; leaseExpiresAtMs: number };
@@ -23,7 +23,7 @@ export function renewLeases(
   db: Db,
   owner: string,
   renewals: LeaseRenewal[],
-  onBucketError?: (shard: number, err: unknown) => void,
+  onBucketError?: OnBucketError,
 ): Promise<Set<string>> {
   return eachBucket(renewals, (shard, group) => renewBucket(db, owner, shard, group), onBucketError);
 }
