@@ -5,6 +5,7 @@
  */
 import { decideAfterAttempt, ERROR_CLASS, type HttpResult } from '../domain/attempt-outcome.ts';
 import type { Clock } from '../domain/clock.ts';
+import { storableText } from '../domain/storable-text.ts';
 import type { ClaimedRun } from '../store/queue/claim-runs.ts';
 import type { AttemptOutcome } from '../store/queue/finish-runs.ts';
 import { buildCallbackRequest } from './callback-request.ts';
@@ -44,7 +45,11 @@ export async function performAttempt(run: ClaimedRun, deps: AttemptDeps): Promis
   return outcomeOf(run, result, startedAtMs, clock.now(), deps.random);
 }
 
-/** The recorded form of an attempt's result: the decision of `decideAfterAttempt` plus the attempt log fields. */
+/**
+ * The recorded form of an attempt's result: the decision of `decideAfterAttempt` plus the attempt log fields. The
+ * receiver's excerpt and the error text are made storable here (`storableText`), the one place both the Node and the
+ * Workers results pass: a NUL in one answer must not fail its bucket's finish.
+ */
 export function outcomeOf(run: ClaimedRun, result: HttpResult, startedAtMs: number, finishedAtMs: number, random: () => number): AttemptOutcome {
   const d = decideAfterAttempt(
     {
@@ -67,9 +72,9 @@ export function outcomeOf(run: ClaimedRun, result: HttpResult, startedAtMs: numb
     startedAtMs,
     finishedAtMs,
     responseStatus: result.kind === 'response' ? result.status : null,
-    responseBodyExcerpt: result.kind === 'response' ? result.bodyExcerpt : null,
+    responseBodyExcerpt: result.kind === 'response' ? storableText(result.bodyExcerpt) : null,
     errorClass: d.errorClass,
-    error: d.error,
+    error: d.error === null ? null : storableText(d.error),
     runStatus: d.runStatus,
     nextAttemptAtMs: d.nextAttemptAtMs,
     pauseReason: d.pauseReason,

@@ -72,6 +72,15 @@ export function isDeadlock(err: unknown): boolean {
 }
 
 /**
+ * True for a PostgreSQL data exception (SQLSTATE class 22: a value the statement's types refuse, such as U+0000 in
+ * `text` or `jsonb`, or a timestamp out of range) anywhere in `err`'s `cause` chain. Such an error is caused by the
+ * statement's data, not by the database's state: sending the same values again fails again.
+ */
+export function isDataException(err: unknown): boolean {
+  return errorChain(err).some((e) => typeof e.code === 'string' && e.code.startsWith('22'));
+}
+
+/**
  * Runs `fn` in a transaction of `db`, and runs it again, up to `tries` times in all, when PostgreSQL aborted it as a
  * deadlock's victim (everything it did was rolled back). For the API's job mutations, which lock a job and then its
  * runs, while a claim locks runs and then their jobs: the two orders cannot be one (a claim finds its runs first), so

@@ -10,7 +10,8 @@ export type Received = { method: string; path: string; headers: http.IncomingHtt
 export type Reply = {
   status: number;
   headers?: Record<string, string>;
-  body?: string;
+  /** The body as text (UTF-8), or as raw bytes (a receiver answering binary or UTF-16). */
+  body?: string | Buffer;
   delayMs?: number;
   hang?: boolean;
   /** Destroy the connection instead of answering (the request was received: an ambiguous outcome for the sender). */

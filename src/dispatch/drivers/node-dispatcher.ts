@@ -59,6 +59,8 @@ export { DISPATCHER_DEFAULTS };
 const FINISH_GATHER_MS = 100;
 /** Most outcomes written by one finish statement. */
 const FINISH_BATCH = 500;
+/** Least time `stop()` gives the last outcomes to be written, in ms, even when the grace period is spent. */
+const FINAL_FLUSH_MIN_MS = 2_000;
 
 export type DispatcherDeps = {
   database: Database;
@@ -166,6 +168,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         await unclaimRuns(db, o.owner, unsent, clock.now()).catch((err) => logger.error({ err }, 'giving back unsent runs failed'));
         logger.info({ runs: unsent.length }, 'stopping: gave back runs that were not sent yet');
       }
+      const graceEndsAt = clock.now() + graceMs;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const graceOver = new Promise<'timeout'>((r) => {
         timer = setTimeout(() => r('timeout'), graceMs);
@@ -173,14 +176,20 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       });
       const how = await Promise.race([queue.drained().then(() => 'done' as const), graceOver]);
       clearTimeout(timer);
-      endGrace = null;
       const still = queue.inFlight().filter((r) => !queue.isReleased(r.runId));
       if (how === 'timeout' && still.length > 0) {
         queue.release(still.map((r) => r.runId));
         logger.warn({ runs: still.length }, 'shutdown grace over: releasing leases of callbacks still in flight');
         await releaseLeases(db, o.owner, still, clock.now()).catch((err) => logger.error({ err }, 'releasing leases failed'));
       }
-      await writer.flushAll();
+      // The outcomes get what is left of the grace period, at least FINAL_FLUSH_MIN_MS; a second signal ends it at
+      // once. A database that stays away must not hold the process: the reaper takes back what is not written.
+      const flushEnd = new AbortController();
+      endGrace = () => flushEnd.abort();
+      const flushTimer = setTimeout(() => flushEnd.abort(), Math.max(FINAL_FLUSH_MIN_MS, graceEndsAt - clock.now()));
+      await writer.flushAll(flushEnd.signal);
+      clearTimeout(flushTimer);
+      endGrace = null;
       metrics.inFlightSources.delete(inFlightByDestination);
       logger.info({ owner: o.owner }, 'dispatcher stopped');
     },
