@@ -5,6 +5,7 @@
  * point turns into output and an exit code.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import pkg from '../package.json' with { type: 'json' };
 import { DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT } from './config.ts';
 
 type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
@@ -139,7 +140,7 @@ export const LISTEN = command({
   args: '[--port P] [--secret whsec_…] [--jwks URL]',
   summary: 'a local receiver that prints each callback and checks its signatures',
   details: `Receives callbacks over HTTP and prints each one with the result of its signature checks, until
-SIGINT or SIGTERM.
+SIGINT or SIGTERM. \`GET /ready\` answers 200 without printing (a readiness probe).
 
 options:
   --port P          port to listen on (default 9000)
@@ -158,7 +159,7 @@ export const NODE = command({
   name: 'node',
   args: '',
   summary: 'the JSON-lines node protocol on stdin/stdout',
-  details: `Speaks the node protocol (PROTOCOL.md): one JSON message a line on stdin, replies on stdout, logs on
+  details: `Speaks the node protocol (docs/protocol.md): one JSON message a line on stdin, replies on stdout, logs on
 stderr; exits when stdin ends. Keeps its jobs in memory, no database.
 
 options:
@@ -187,7 +188,7 @@ export const USAGE = `usage: chime <command> [options]
 commands:
 ${commandList(COMMANDS)}
 \`chime <command> --help\` (or \`chime help <command>\`) describes a command, its options and the environment
-it reads.
+it reads; \`chime --version\` prints the version.
 `;
 
 /** The help of one command. */
@@ -220,12 +221,14 @@ function wantsHelp(args: readonly string[]): boolean {
 /**
  * Finds the command `argv` (the arguments after `chime`) names.
  * @returns the command and the arguments after its name
- * @throws UsageExitError for `--help`, `-h`, `help [command]` (code 0), no or an unknown command (code 2)
+ * @throws UsageExitError for `--help`, `-h`, `help [command]`, `--version`, `-v` (code 0), no or an unknown command
+ *   (code 2)
  */
 export function resolveCommand(argv: readonly string[]): { spec: CommandSpec; args: string[] } {
   const [first, ...rest] = argv;
   if (first === undefined) throw usageError(USAGE, undefined);
   if (first === '--help' || first === '-h') throw new UsageExitError(0, USAGE);
+  if (first === '--version' || first === '-v') throw new UsageExitError(0, `chime ${pkg.version}\n`);
   if (first === 'help') {
     // `chime help tenant create` is `chime tenant create --help`.
     if (rest.length === 0) throw new UsageExitError(0, USAGE);

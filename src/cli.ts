@@ -5,6 +5,7 @@
  * finish within CHIME_SHUTDOWN_GRACE_MS (a second signal cuts that short), leases of the rest are released, exit 0.
  */
 import { serve as serveHttp, type ServerType } from '@hono/node-server';
+import { getConnInfo } from '@hono/node-server/conninfo';
 import { pino, type Logger } from 'pino';
 import type { Agent } from 'undici';
 import pkg from '../package.json' with { type: 'json' };
@@ -19,9 +20,11 @@ import { createDispatcher, type Dispatcher } from './dispatch/drivers/node-dispa
 import { resolvePublicHost } from './dispatch/guard.ts';
 import { createNodeJwtSigner } from './dispatch/jwt-node.ts';
 import { createKeyring } from './dispatch/keyring.ts';
-import { openRuntime, type Runtime } from './runtime.ts';
+import { openRuntime, startClockSync, type Runtime } from './runtime.ts';
 import { tuneHeap } from './heap-tuning.ts';
 import { CipherError } from './store/cipher.ts';
+import { errorChain } from './store/db.ts';
+import { checkPostgresPatch, PostgresPatchError } from './store/postgres-patch.ts';
 import { ensureJwtKey, JWKS_GRACE_MS, rotateJwtKey } from './store/jwt-keys.ts';
 import { createTenant } from './store/tenants.ts';
 import { createdTenantJson, ensureFirstTenant } from './first-tenant.ts';
@@ -37,6 +40,11 @@ const ROLES = ['api', 'dispatcher', 'all'] as const;
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
 
+/** A failure to start that the user can fix: printed as one line (`chime: <message>`), exit 1, no stack trace. */
+class StartupError extends Error {
+  override name = 'StartupError';
+}
+
 /** Runs the command `argv` names; a wrong command line or `--help` throws UsageExitError before anything is opened. */
 async function main(argv: string[]): Promise<number> {
   const { spec, args } = resolveCommand(argv);
@@ -51,7 +59,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case MIGRATE: {
       parseCommand(MIGRATE, args);
-      const rt = await openRuntime(loadConfig(process.env));
+      const rt = await openDatabase(loadConfig(process.env));
       await rt.database.close();
       process.stderr.write('migrations applied\n');
       return 0;
@@ -59,7 +67,7 @@ async function main(argv: string[]): Promise<number> {
     case TENANT_CREATE: {
       const values = parseCommand(TENANT_CREATE, args);
       if (!values.name) throw usageError(TENANT_CREATE, '--name is required');
-      const rt = await openRuntime(loadConfig(process.env));
+      const rt = await openDatabase(loadConfig(process.env));
       try {
         const t = await createTenant(rt.store, values.name);
         process.stdout.write(JSON.stringify(createdTenantJson(t), null, 2) + '\n');
@@ -70,7 +78,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case KEYS_ROTATE_JWT: {
       parseCommand(KEYS_ROTATE_JWT, args);
-      const rt = await openRuntime(loadConfig(process.env));
+      const rt = await openDatabase(loadConfig(process.env));
       try {
         const key = await rotateJwtKey(rt.store);
         process.stdout.write(JSON.stringify({ kid: key.kid, createdAt: new Date(key.createdAtMs).toISOString() }) + '\n');
@@ -87,7 +95,10 @@ async function main(argv: string[]): Promise<number> {
       if (!(port <= 65535)) throw usageError(LISTEN, `--port must be a port number (0-65535), not "${values.port}"`);
       const secrets = values.secret ?? (process.env.CHIME_SIGNING_SECRET ? [process.env.CHIME_SIGNING_SECRET] : []);
       const { runListen } = await import('./listen.ts');
-      const listener = await runListen({ port, secrets, out: process.stdout, ...(values.jwks ? { jwksUrl: values.jwks } : {}) });
+      const listener = await runListen({ port, secrets, out: process.stdout, ...(values.jwks ? { jwksUrl: values.jwks } : {}) }).catch((err: unknown) => {
+        if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new StartupError(`cannot listen on port ${port}: it is in use (EADDRINUSE); pass another --port`);
+        throw err;
+      });
       process.stderr.write(`listening for callbacks on ${listener.url}${secrets.length ? '' : ' (no --secret: signatures are not checked)'}\n`);
       await new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));
       await listener.close();
@@ -108,7 +119,7 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   // A dispatcher's heap setting; an API-only process keeps V8's default (heap-tuning.ts says why).
   if (role !== 'api') tuneHeap();
   const logger = pino({ level: config.logLevel, base: { service: 'chime', role } });
-  const rt = await openRuntime(config, { poolSize: role === 'api' ? 10 : 20 });
+  const rt = await openDatabase(config, { poolSize: role === 'api' ? 10 : 20 });
   // Opening the signing key proves the encryption key is the one the data was sealed with. On a mismatch the
   // database is closed, or its open connections would keep the process from exiting.
   await ensureJwtKey(rt.store).catch(async (err: unknown) => {
@@ -116,6 +127,7 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
     throw err;
   });
   if (!config.databaseUrl) await announceFirstTenant(rt, config.dataDir, logger);
+  const stopClockSync = startClockSync(rt, (fields, msg) => logger.warn(fields, msg));
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
@@ -144,7 +156,13 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   let housekeeper: Housekeeper | null = null;
   let callbackAgent: Agent | null = null;
   // A dispatcher-only process still answers /healthz, /readyz and /metrics on PORT.
-  const server = role === 'dispatcher' ? await startOpsServer(config, rt, logger, metrics) : await startApi(config, rt, logger, metrics);
+  const server = await (role === 'dispatcher' ? startOpsServer(config, rt, logger, metrics) : startApi(config, rt, logger, metrics)).catch(
+    async (err: unknown) => {
+      // Its open connections (or the embedded database's lock) would keep the process from exiting.
+      await rt.database.close().catch(() => {});
+      throw err;
+    },
+  );
   if (role !== 'api') {
     callbackAgent = createCallbackAgent({ allowPrivate: config.allowPrivateDestinations });
     housekeeper = createHousekeeper({ db: rt.database.db, clock: rt.clock, logger, retentionMs: config.retentionMs, metrics: dispatchMetrics });
@@ -169,6 +187,7 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   // Requests still hanging were released by stop(): abort them, or their sockets would keep the process alive.
   await callbackAgent?.destroy().catch(() => {});
   await housekeeper?.stop();
+  stopClockSync();
   await closing;
   await rt.database.close();
   logger.info('stopped');
@@ -198,6 +217,10 @@ async function startApi(config: Config, rt: Runtime, logger: Logger, metrics: Me
       return r.ok ? { ok: true } : r;
     },
     onUnexpectedError: (err) => logger.error({ err }, 'unexpected error in a request'),
+    // The socket's peer: X-Forwarded-For is not trusted (Chime has no trusted-proxy setting), so behind a proxy every
+    // client shares the proxy's address.
+    clientAddress: (c) => getConnInfo(c).remote.address,
+    onSecurityWarning: (fields, message) => logger.warn(fields, message),
   });
   return listen(app.fetch, config, logger);
 }
@@ -208,13 +231,99 @@ function startOpsServer(config: Config, rt: Runtime, logger: Logger, metrics: Me
   return listen(ops.fetch, config, logger);
 }
 
+/**
+ * Serves `fetch` on HOST:PORT.
+ * @throws (rejects) StartupError naming PORT or HOST when the port cannot be listened on (in use, privileged, not an
+ *   address of this machine)
+ */
 function listen(fetch: (req: Request) => Response | Promise<Response>, config: Config, logger: Logger): Promise<ServerType> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const server = serveHttp({ fetch, port: config.port, hostname: config.host }, (info) => {
+      server.off('error', onError);
       logger.info({ host: config.host, port: info.port }, 'listening');
       resolve(server);
     });
+    const onError = (err: NodeJS.ErrnoException) => reject(listenError(err, config));
+    server.once('error', onError);
   });
+}
+
+/** A listen failure as a StartupError saying which variable to change; other errors as they are. */
+function listenError(err: NodeJS.ErrnoException, config: Config): Error {
+  const where = `${config.host}:${config.port}`;
+  switch (err.code) {
+    case 'EADDRINUSE':
+      return new StartupError(`cannot listen on ${where}: the port is in use (EADDRINUSE); set PORT to a free port, or stop what holds it`);
+    case 'EACCES':
+      return new StartupError(`cannot listen on ${where}: permission denied (EACCES; ports below 1024 need privileges); set PORT to 1024 or above`);
+    case 'EADDRNOTAVAIL':
+      return new StartupError(`cannot listen on ${where}: ${config.host} is not an address of this machine (EADDRNOTAVAIL); set HOST`);
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return new StartupError(`cannot listen on ${where}: the name ${config.host} does not resolve (${err.code}); set HOST`);
+    default:
+      return err;
+  }
+}
+
+/** Connection-level failure codes of postgres.js and Node's net module: the server is not reachable as configured. */
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE',
+  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+  '57P01', '57P03', // shutting down; starting up
+]);
+/** File-system failure codes of opening the embedded database's folder. */
+const DATA_DIR_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'ENOSPC', 'ELOOP', 'ENAMETOOLONG']);
+
+/**
+ * `openRuntime` with the failures a user fixes by configuration as one-line StartupErrors: with DATABASE_URL, an
+ * unpatched postgres.js (postgres-patch.ts), an unreachable server, a refused login, a missing database; on the
+ * embedded database, a data folder that cannot be created or written.
+ * @throws StartupError as above; ConfigError, DataDirLockedError and anything unexpected as they are
+ */
+async function openDatabase(config: Config, opts?: Parameters<typeof openRuntime>[1]): Promise<Runtime> {
+  if (config.databaseUrl) {
+    try {
+      checkPostgresPatch();
+    } catch (err) {
+      if (err instanceof PostgresPatchError) throw new StartupError(err.message);
+      throw err;
+    }
+  }
+  try {
+    return await openRuntime(config, opts);
+  } catch (err) {
+    throw databaseError(err, config);
+  }
+}
+
+/** An error of opening the database as a StartupError naming DATABASE_URL or CHIME_DATA_DIR, when it is one of those. */
+function databaseError(err: unknown, config: Config): unknown {
+  const chain = errorChain(err);
+  const found = chain.find((e) => e.code !== undefined) ?? chain[0];
+  const code = found?.code === undefined ? '' : String(found.code);
+  const detail = `${code}${code && found?.message ? ': ' : ''}${found?.message ? String(found.message) : ''}`;
+  if (!config.databaseUrl) {
+    if (!DATA_DIR_CODES.has(code)) return err;
+    return new StartupError(`cannot open the embedded database in ${config.dataDir} (${detail}); set CHIME_DATA_DIR to a folder this user may write`);
+  }
+  const server = databaseServer(config.databaseUrl);
+  if (UNREACHABLE_CODES.has(code)) {
+    return new StartupError(`cannot reach the database at ${server} (${detail}); check DATABASE_URL and that the server is up`);
+  }
+  if (code.startsWith('28')) return new StartupError(`the database at ${server} refused the login (${detail}); check the user and password in DATABASE_URL`);
+  if (code === '3D000') return new StartupError(`the database at ${server} has no such database (${detail}); check the database name in DATABASE_URL`);
+  return err;
+}
+
+/** `host:port` of a postgres:// URL, without its credentials; `DATABASE_URL` when it does not parse (several hosts). */
+function databaseServer(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || 'localhost'}:${u.port || 5432}`;
+  } catch {
+    return 'DATABASE_URL';
+  }
 }
 
 /**
@@ -239,6 +348,9 @@ try {
     process.exitCode = err.code;
   } else if (err instanceof ConfigError || err instanceof CipherError || (err instanceof Error && err.name === 'DataDirLockedError')) {
     process.stderr.write(`chime: configuration error: ${err.message}\n`);
+    process.exitCode = 1;
+  } else if (err instanceof StartupError) {
+    process.stderr.write(`chime: ${err.message}\n`);
     process.exitCode = 1;
   } else {
     throw err;

@@ -5,14 +5,11 @@
  * A dispatcher's per-run objects (a claimed run, its request, its outcome) live tens of ms, long enough that some
  * survive a scavenge and are promoted; they die in the old generation. V8 first collects the old generation only when
  * it reaches its initial limit, then lets it grow by a factor it picks from its GC and mutator speeds (up to 4x the
- * live size), so a draining dispatcher with ~36 MiB live reached ~96 MiB of heap and 191 MiB RSS before a
- * mark-compact (drain benchmark, 50,000 runs, 2 vCPU). With the old generation allowed to grow by 60 % instead
- * (V8's `--heap-growing-percent`), the same drain peaks at 135 MiB RSS, with the same throughput and no more CPU per
- * callback (0.081-0.084 against 0.091-0.099 CPU s per 1,000 callbacks, interleaved runs). 30 % gave the same RSS at
- * a CPU figure no better (0.087-0.104), 100 % 149-151 MiB.
- * An API-only process keeps V8's default: it holds a batch's objects (1,000 jobs parsed, validated, serialised)
- * across the batch's database round trip, and there 60 % cost ~12 % more CPU per batch (226-238 against 258-267
- * ticks for 60 batches, interleaved) for 142 against 200-206 MiB.
+ * live size), so a draining dispatcher's heap grew far past its live size before a mark-compact. Allowing the old
+ * generation to grow by 60 % instead (V8's `--heap-growing-percent`) keeps its RSS lower at the same throughput and CPU
+ * per callback. An API-only process keeps V8's default: it holds a batch's objects across the batch's database round
+ * trip, and there the lower factor costs CPU. The measurements are in test/bench/README.md ("Measurements behind
+ * defaults").
  */
 import { setFlagsFromString } from 'node:v8';
 

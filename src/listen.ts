@@ -46,6 +46,9 @@ const MAX_BODY_BYTES = 1024 * 1024;
 /** The `iss` claim of Chime-Signature tokens (src/dispatch/sign.ts JWT_ISSUER). */
 const JWT_ISSUER = 'chime';
 
+/** The path `chime listen` answers `GET` on without printing: a readiness probe. */
+export const READY_PATH = '/ready';
+
 /**
  * Starts the development receiver.
  * @throws TypeError when a secret is not a `whsec_<base64>` secret, or jwksUrl is not a URL (before listening)
@@ -56,6 +59,11 @@ export async function runListen(opts: ListenOptions): Promise<Listener> {
   const host = opts.host ?? '127.0.0.1';
 
   const server = http.createServer((req, res) => {
+    // A readiness probe (the README's Quick start waits on it) is answered, not printed as a callback.
+    if (req.method === 'GET' && req.url === READY_PATH) {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ready');
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {

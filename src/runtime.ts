@@ -4,7 +4,7 @@
  */
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { systemClock, type Clock } from './domain/clock.ts';
+import { OffsetClock, systemClock, type Clock } from './domain/clock.ts';
 import type { Config } from './config.ts';
 import { ConfigError } from './config.ts';
 import { createCipher, ENCRYPTION_KEY_BYTES, fromBase64Url, type Cipher } from './store/cipher.ts';
@@ -13,11 +13,46 @@ import type { StoreContext } from './store/context.ts';
 import { migrateEmbedded, migratePostgresUrl } from './store/migrate.ts';
 import { OpenJobsEstimates } from './store/open-jobs.ts';
 import { openPostgres } from './store/postgres.ts';
+import { measureClockOffset } from './store/db-time.ts';
 
 /** Name of the generated key file in CHIME_DATA_DIR (embedded database only). */
 export const KEY_FILE = 'encryption.key';
 
-export type Runtime = { database: Database; cipher: Cipher; store: StoreContext; clock: Clock };
+export type Runtime = {
+  database: Database;
+  cipher: Cipher;
+  store: StoreContext;
+  /** The database's clock (docs/design.md "One clock"): this host's, shifted by the measured offset on PostgreSQL. */
+  clock: Clock;
+  /** The shifted clock to keep in step (`startClockSync`); null on the embedded database, which runs on this host's. */
+  databaseClock: OffsetClock | null;
+};
+
+/** How often a running process measures the database's clock again, in ms. */
+export const CLOCK_SYNC_INTERVAL_MS = 30_000;
+/** An offset past which the process warns that this host's clock is off (it follows the database's all the same). */
+const CLOCK_WARN_MS = 1_000;
+
+/**
+ * Measures the database's clock into `clock` now and every CLOCK_SYNC_INTERVAL_MS, warning once per measurement when
+ * this host's clock is off by more than CLOCK_WARN_MS; a failed measurement keeps the last offset.
+ * @returns a function that stops it
+ */
+export function startClockSync(rt: Runtime, warn: (fields: Record<string, unknown>, msg: string) => void): () => void {
+  const clock = rt.databaseClock;
+  if (!clock) return () => {};
+  const measure = async () => {
+    try {
+      const { offsetMs, roundTripMs } = await measureClockOffset(rt.database.db, systemClock);
+      clock.offsetMs = offsetMs;
+      if (Math.abs(offsetMs) > CLOCK_WARN_MS) warn({ offsetMs: Math.round(offsetMs), roundTripMs }, "this host's clock is off the database's; Chime follows the database's");
+    } catch (err) {
+      warn({ err }, "measuring the database's clock failed; keeping the last offset");
+    }
+  };
+  void measure();
+  return systemClock.every(CLOCK_SYNC_INTERVAL_MS, measure);
+}
 
 /**
  * Opens the database (postgres.js for DATABASE_URL, else PGlite in CHIME_DATA_DIR), applies migrations unless
@@ -36,8 +71,11 @@ export async function openRuntime(config: Config, opts: { migrate?: boolean; poo
     if (opts.migrate !== false) await migrateEmbedded(embedded.pg);
     database = embedded;
   }
-  const clock = systemClock;
-  return { database, cipher, clock, store: { db: database.db, cipher, clock, openJobs: new OpenJobsEstimates(clock) } };
+  // On PostgreSQL every process follows the database's clock (measured now, kept in step by startClockSync).
+  const databaseClock = config.databaseUrl ? new OffsetClock(systemClock) : null;
+  if (databaseClock) databaseClock.offsetMs = (await measureClockOffset(database.db, systemClock)).offsetMs;
+  const clock: Clock = databaseClock ?? systemClock;
+  return { database, cipher, clock, databaseClock, store: { db: database.db, cipher, clock, openJobs: new OpenJobsEstimates(clock) } };
 }
 
 async function loadEncryptionKey(config: Config): Promise<Uint8Array> {

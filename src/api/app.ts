@@ -6,7 +6,10 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { HTTPException } from 'hono/http-exception';
 import type { Context, MiddlewareHandler } from 'hono';
 import { authenticateApiKey } from '../store/api-keys.ts';
-import { QuotaExceededError } from '../store/jobs.ts';
+import { JobKeyTakenError, QuotaExceededError } from '../store/jobs.ts';
+import { JobStateError } from '../store/job-lifecycle.ts';
+import { EndpointLimitError } from '../store/notifications.ts';
+import { BulkLimitError } from '../store/bulk.ts';
 import { publicJwks } from '../store/jwt-keys.ts';
 import type { AppDeps, AppEnv } from './env.ts';
 import { ApiError, problemResponse, schemaFieldErrors, validationError } from './problems.ts';
@@ -124,10 +127,14 @@ function pathPattern(path: string): RegExp {
   return new RegExp(`^${escaped}/?$`);
 }
 
-/** Maps anything thrown to an ApiError; unexpected errors are reported to `onUnexpectedError`, never shown. */
+/**
+ * Maps anything thrown to an ApiError: the one place where the store's refusals become HTTP problems (routes throw
+ * ApiError for what they decide themselves). Unexpected errors are reported to `onUnexpectedError`, never shown.
+ */
 function toApiError(err: unknown, deps: AppDeps): ApiError {
   if (err instanceof ApiError) return err;
-  if (err instanceof QuotaExceededError) return new ApiError('quota_exceeded', err.message);
+  const refused = storeRefusal(err);
+  if (refused) return refused;
   if (err instanceof HTTPException) {
     if (err.status === 400) return new ApiError('malformed_json', err.message);
     if (err.status === 413) return new ApiError('payload_too_large', err.message);
@@ -139,10 +146,28 @@ function toApiError(err: unknown, deps: AppDeps): ApiError {
   return new ApiError('internal', 'an unexpected error occurred');
 }
 
-/** Connection-level failures of either driver (the server is down or restarting). */
+/** A refusal by the store (its typed errors) as the problem it is for the client; null for anything else. */
+function storeRefusal(err: unknown): ApiError | null {
+  if (err instanceof QuotaExceededError) return new ApiError('quota_exceeded', err.message);
+  if (err instanceof JobStateError || err instanceof EndpointLimitError) return new ApiError('conflict', err.message);
+  if (err instanceof JobKeyTakenError) {
+    return new ApiError('conflict', err.key === null ? err.message : `${err.message}; use PUT /v1/jobs/by-key/:key to replace it`);
+  }
+  if (err instanceof BulkLimitError) {
+    return validationError([{ path: 'filter', message: `matches ${err.matched} jobs; at most ${err.max} per call: narrow it (nothing was changed)` }]);
+  }
+  return null;
+}
+
+/**
+ * Connection-level failures of either driver (the server is down or restarting, no server of the URL accepts writes,
+ * a connection timed out or was found dead: src/store/postgres.ts), a session ended by the server for idling in a
+ * transaction (25P03), a statement over `statement_timeout` (57014), and a server that has become read-only (25006:
+ * a standby, as a failover begins).
+ */
 function isDatabaseUnavailable(err: unknown): boolean {
   return (
-    errorCodes(err).some((code) => /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|CONNECTION_|57P0[123]|08\d\d\d)/.test(code)) ||
+    errorCodes(err).some((code) => /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|CONNECTION_|CONNECT_TIMEOUT|57P0[123]|57014|08\d\d\d|25006|25P03)/.test(code)) ||
     // A Citus coordinator that cannot reach the worker holding the rows answers XX000 with one of these messages.
     errorChain(err).some((e) => /connection to the remote node .* failed|failure on connection marked as essential/.test(String(e.message)))
   );

@@ -1,4 +1,5 @@
 /** The typed Hono environment: services reach handlers through `c.var.deps`, built once at start-up. */
+import type { Context } from 'hono';
 import type { Database } from '../store/db.ts';
 import type { StoreContext } from '../store/context.ts';
 import type { MetricsExposition } from './ops.ts';
@@ -46,6 +47,14 @@ export type AppDeps = {
   metrics?: MetricsExposition;
   /** Called with unexpected errors (5xx); the response never carries them. */
   onUnexpectedError?: (err: unknown) => void;
+  /**
+   * The client's network address of a request, for per-address limits (Node: the socket's peer, from
+   * @hono/node-server's getConnInfo; forwarded headers are not trusted). Absent or undefined: all such requests
+   * share one limit.
+   */
+  clientAddress?: (c: Context) => string | undefined;
+  /** Called with what an operator should hear of (a refused admin token), to log at warn; never with a secret. */
+  onSecurityWarning?: (fields: Record<string, unknown>, message: string) => void;
   /** The built console and API-reference assets (absent: `/console` and `/docs` answer 503 saying how to build). */
   assets?: WebAssets;
 };

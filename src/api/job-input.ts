@@ -1,35 +1,60 @@
 /**
  * Turns a schema-valid job body into a `JobSpec`: the checks a schema cannot make (schedule can fire, callback
  * destination allowed, header rules) and the defaults of API.md. Every problem found is reported at once, each with
- * its field path.
+ * its field path; a body that fails its schema too is answered with both kinds (`jobBodyErrors`), as are a PATCH's.
  */
+import { z } from '@hono/zod-openapi';
 import { callbackHeadersIssues } from '../domain/callback-headers.ts';
 import type { CallbackSpec, JobSpec } from '../domain/job.ts';
 import { checkCallbackUrl } from '../domain/destination.ts';
 import { resolveRetryPolicy } from '../domain/retry.ts';
-import { normalizeSchedule, scheduleIssues } from '../domain/schedule.ts';
+import { normalizeSchedule, scheduleIssues, type Schedule } from '../domain/schedule.ts';
 import type { StatusCodeSpec } from '../domain/status-codes.ts';
 import type { AppDeps, ResolveHost } from './env.ts';
-import { validationError, type FieldError } from './problems.ts';
-import type { JobBody } from './schemas.ts';
+import { schemaFieldErrors, validationError, type FieldError } from './problems.ts';
+import { CallbackSchema, JobBodySchema, ScheduleSchema, type JobBody } from './schemas.ts';
+
+/**
+ * The fields of `value` that their own schema in `shape` accepts, parsed (defaults filled in); the others are left
+ * out. For checking the good parts of a body that failed its schema as a whole.
+ */
+export function validFields<S extends Record<string, z.ZodType>>(shape: S, value: unknown): Partial<{ [K in keyof S]: z.output<S[K]> }> {
+  const out: Record<string, unknown> = {};
+  const obj = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  for (const [key, schema] of Object.entries(shape)) {
+    const r = schema.safeParse(obj[key]);
+    if (r.success && r.data !== undefined) out[key] = r.data;
+  }
+  return out as Partial<{ [K in keyof S]: z.output<S[K]> }>;
+}
+
+/** The field `key` of `value` when it is an object, else undefined. */
+export function fieldOf(value: unknown, key: string): unknown {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>)[key] : undefined;
+}
+
+/** `scheduleIssues` as field errors under `schedule.`. */
+export function scheduleFieldErrors(schedule: Schedule, nowMs: number): FieldError[] {
+  return scheduleIssues(schedule, nowMs).map((i) => ({ path: `schedule.${i.path}`, message: i.message }));
+}
 
 /**
  * Checks a callback beyond its schema: the destination is allowed (and, for a host name, resolves to allowed
  * addresses), every header can be sent as given (`callbackHeadersIssues`: RFC 9110 names and values, no reserved
- * name, Authorization not set twice), GET carries no payload.
+ * name, Authorization not set twice), GET carries no payload. A part left out (`url`, `method`, `headers`) is not checked.
  * @returns the problems found, with paths under `callback.` (or `payload`)
  */
 export async function validateCallback(
-  callback: Pick<CallbackSpec, 'url' | 'method' | 'headers'>,
+  callback: Partial<Pick<CallbackSpec, 'url' | 'method' | 'headers'>>,
   hasAuthToken: boolean,
   payload: unknown,
   deps: AppDeps,
 ): Promise<FieldError[]> {
   const errors: FieldError[] = [];
-  const refused = await destinationIssue(callback.url, deps);
+  const refused = callback.url === undefined ? null : await destinationIssue(callback.url, deps);
   if (refused) errors.push({ path: 'callback.url', message: refused });
   // The rule delivery also applies (src/domain/callback-headers.ts): what is accepted here can be sent as given.
-  for (const { name, message } of callbackHeadersIssues(callback.headers, { hasAuthToken })) {
+  for (const { name, message } of callbackHeadersIssues(callback.headers ?? {}, { hasAuthToken })) {
     errors.push({ path: `callback.headers.${name}`, message });
   }
   if (callback.method === 'GET' && payload !== undefined && payload !== null) {
@@ -70,14 +95,41 @@ export function resolveOncePerHost(resolve: ResolveHost): ResolveHost {
 }
 
 /**
+ * The problems of a job body beyond its schema (`scheduleIssues`, `validateCallback`) in every part of it that its
+ * own schema accepts, so that a body with a bad field of each kind (a `jitterMs` out of range and a schedule that
+ * never fires) names both.
+ * @param raw the body as sent: anything
+ * @param nowMs registration time (epoch ms)
+ */
+export async function jobRuleErrors(raw: unknown, deps: AppDeps, nowMs: number): Promise<FieldError[]> {
+  const schedule = ScheduleSchema.safeParse(fieldOf(raw, 'schedule'));
+  const callback = validFields(CallbackSchema.shape, fieldOf(raw, 'callback'));
+  return [
+    ...(schedule.success ? scheduleFieldErrors(schedule.data, nowMs) : []),
+    ...(await validateCallback(callback, Boolean(callback.authToken), fieldOf(raw, 'payload'), deps)),
+  ];
+}
+
+/**
+ * Every problem of a job body as sent: its schema's field errors and `jobRuleErrors`.
+ * @returns empty for a body `toJobSpec` accepts
+ */
+export async function jobBodyErrors(raw: unknown, deps: AppDeps, nowMs: number): Promise<FieldError[]> {
+  const parsed = JobBodySchema.safeParse(raw);
+  return [...(parsed.success ? [] : schemaFieldErrors(parsed.error.issues)), ...(await jobRuleErrors(raw, deps, nowMs))];
+}
+
+/**
  * @param nowMs registration time (epoch ms): relative schedules are resolved against it
+ * @param known problems the caller found already (a `PUT`'s key), answered with the body's
  * @throws ApiError `validation` naming every bad field
  */
-export async function toJobSpec(body: JobBody, deps: AppDeps, nowMs: number): Promise<JobSpec> {
-  const errors: FieldError[] = [];
-  for (const i of scheduleIssues(body.schedule, nowMs)) errors.push({ path: `schedule.${i.path}`, message: i.message });
-
-  errors.push(...(await validateCallback(body.callback, Boolean(body.callback.authToken), body.payload, deps)));
+export async function toJobSpec(body: JobBody, deps: AppDeps, nowMs: number, known: FieldError[] = []): Promise<JobSpec> {
+  const errors = [
+    ...known,
+    ...scheduleFieldErrors(body.schedule, nowMs),
+    ...(await validateCallback(body.callback, Boolean(body.callback.authToken), body.payload, deps)),
+  ];
   if (errors.length > 0) throw validationError(errors);
 
   return {

@@ -4,8 +4,8 @@
  * API app mounts them, and a dispatcher-only process serves them alone.
  */
 import { Hono, type Context } from 'hono';
-import { timingSafeEqual } from 'hono/utils/buffer';
 import { sql } from 'drizzle-orm';
+import { timingSafeEqualStrings } from '../store/credentials.ts';
 import type { Database } from '../store/db.ts';
 import { ApiError, problemResponse } from './problems.ts';
 
@@ -33,7 +33,7 @@ export function opsRoutes(opts: OpsOptions): Hono {
     }
   });
   ops.get('/metrics', async (c) => {
-    const refused = await metricsRefusal(c, opts);
+    const refused = metricsRefusal(c, opts);
     if (refused) return problemResponse(c, refused);
     return c.body(await opts.metrics!.render(), 200, { 'content-type': opts.metrics!.contentType });
   });
@@ -43,12 +43,12 @@ export function opsRoutes(opts: OpsOptions): Hono {
 /**
  * Why a scrape is refused, or null: `404` when metrics are off (no token configured, or none collected), so an
  * unconfigured process does not even say it has them; `401` for a missing or wrong bearer token. The token is
- * compared in constant time.
+ * compared in constant time (`timingSafeEqualStrings`).
  */
-async function metricsRefusal(c: Context, opts: OpsOptions): Promise<ApiError | null> {
+function metricsRefusal(c: Context, opts: OpsOptions): ApiError | null {
   if (!opts.metrics || !opts.metricsToken) return new ApiError('not_found', 'metrics are off: set CHIME_METRICS_TOKEN to serve them');
   const header = c.req.header('authorization') ?? '';
   const given = /^Bearer (.+)$/i.exec(header)?.[1] ?? '';
-  if (given && (await timingSafeEqual(given, opts.metricsToken))) return null;
+  if (given && timingSafeEqualStrings(given, opts.metricsToken)) return null;
   return new ApiError('unauthorized', 'send the metrics token as Authorization: Bearer <CHIME_METRICS_TOKEN>', undefined, { 'www-authenticate': 'Bearer' });
 }

@@ -14,7 +14,12 @@
  *
  * hono-rate-limiter was considered and not used: it counts fixed windows (no burst with a steady refill), its
  * MemoryStore runs a timer (a leak in tests, refused in a Workers global scope), and its responses are not RFC 9457.
+ *
+ * The same buckets limit failed admin-token attempts per client address (`FailedAttempts`): a failure takes a token,
+ * an address whose bucket is empty is answered `429` before its token is even looked at, so guessing the admin token
+ * goes at ADMIN_FAILURES_PER_MINUTE per address once the first ADMIN_FAILURE_BURST are spent.
  */
+import ipaddr from 'ipaddr.js';
 import type { MiddlewareHandler } from 'hono';
 import type { Clock } from '../domain/clock.ts';
 import type { AppEnv } from './env.ts';
@@ -51,26 +56,47 @@ export class TokenBuckets {
   }
 
   /**
+   * Whether `key`'s bucket holds a token at `nowMs` (UTC epoch ms), without taking it or changing anything.
+   * @returns ok, or the whole seconds (rounded up, at least 1) until a token is available
+   */
+  peek(key: string, nowMs: number): TakeResult {
+    const found = this.buckets.get(key);
+    if (!found) return { ok: true };
+    const tokens = this.refilled(found, nowMs);
+    return tokens >= 1 ? { ok: true } : { ok: false, retryAfterSeconds: this.waitSeconds(tokens) };
+  }
+
+  /**
    * Takes one token from `key`'s bucket at `nowMs` (UTC epoch ms; a clock going backwards adds nothing).
    * @returns ok, or the whole seconds (rounded up, at least 1) until a token is available
    */
   take(key: string, nowMs: number): TakeResult {
-    const capacity = Math.max(1, this.burst);
     const found = this.buckets.get(key);
     let bucket: Bucket;
     if (found) {
-      const elapsedMs = Math.max(0, nowMs - found.updatedMs);
-      bucket = { tokens: Math.min(capacity, found.tokens + (elapsedMs * this.ratePerSecond) / 1000), updatedMs: Math.max(nowMs, found.updatedMs) };
+      bucket = { tokens: this.refilled(found, nowMs), updatedMs: Math.max(nowMs, found.updatedMs) };
       this.buckets.delete(key); // re-inserted below: Map order is then least recently used first
     } else {
-      bucket = { tokens: capacity, updatedMs: nowMs };
+      bucket = { tokens: Math.max(1, this.burst), updatedMs: nowMs };
       if (this.buckets.size >= this.maxKeys) this.buckets.delete(this.buckets.keys().next().value!);
     }
     const ok = bucket.tokens >= 1;
     if (ok) bucket.tokens -= 1;
     this.buckets.set(key, bucket);
     if (ok) return { ok: true };
-    return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / this.ratePerSecond)) };
+    return { ok: false, retryAfterSeconds: this.waitSeconds(bucket.tokens) };
+  }
+
+  /** The tokens of `bucket` at `nowMs`, refilled since its last update (a clock going backwards adds nothing). */
+  private refilled(bucket: Bucket, nowMs: number): number {
+    const elapsedMs = Math.max(0, nowMs - bucket.updatedMs);
+    return Math.min(Math.max(1, this.burst), bucket.tokens + (elapsedMs * this.ratePerSecond) / 1000);
+  }
+
+  /** Whole seconds (at least 1) until a bucket holding `tokens` (< 1) holds one. */
+  private waitSeconds(tokens: number): number {
+    // Less a hair, so floating-point residue of a fractional rate (10/60 s) does not round 1 s up to 2.
+    return Math.max(1, Math.ceil((1 - tokens) / this.ratePerSecond - 1e-9));
   }
 }
 
@@ -94,4 +120,57 @@ export function rateLimit(buckets: TokenBuckets, clock: Clock): MiddlewareHandle
     }
     await next();
   };
+}
+
+/** Failed admin-token attempts an address may make at once (its bucket's capacity). */
+export const ADMIN_FAILURE_BURST = 10;
+/** Failed admin-token attempts an address may make per minute once its burst is spent (the refill rate). */
+export const ADMIN_FAILURES_PER_MINUTE = 10;
+/** Most client addresses whose failures one process keeps (least recently failed dropped first). */
+export const MAX_TRACKED_ADDRESSES = 10_000;
+/** The key of requests whose client address is not known (no `clientAddress` in the app's deps, or none given). */
+export const UNKNOWN_ADDRESS = 'unknown';
+
+/**
+ * Failed attempts per client address, as token buckets that only failures take from: an address may fail `burst`
+ * times at once, then `perMinute` times a minute. In this process's memory, like the tenants' buckets.
+ */
+export class FailedAttempts {
+  private readonly buckets: TokenBuckets;
+
+  /**
+   * @param perMinute failures an address may make per minute after its burst (> 0)
+   * @param burst failures an address may make at once
+   * @param maxAddresses most addresses kept (least recently failed dropped first: it starts again with a full bucket)
+   */
+  constructor(perMinute = ADMIN_FAILURES_PER_MINUTE, burst = ADMIN_FAILURE_BURST, maxAddresses = MAX_TRACKED_ADDRESSES) {
+    this.buckets = new TokenBuckets(perMinute / 60, burst, maxAddresses);
+  }
+
+  /**
+   * Whether `address` may make an attempt at `nowMs` (UTC epoch ms): it may unless its failures spent its bucket.
+   * @returns ok, or the whole seconds until it may try again
+   */
+  check(address: string, nowMs: number): TakeResult {
+    return this.buckets.peek(addressKey(address), nowMs);
+  }
+
+  /** Counts a failed attempt of `address` at `nowMs` (UTC epoch ms). */
+  fail(address: string, nowMs: number): void {
+    this.buckets.take(addressKey(address), nowMs);
+  }
+}
+
+/**
+ * The key an address is limited by: an IPv4 address (also IPv4-mapped IPv6) as it is, an IPv6 address by its /64,
+ * since one host commonly holds a whole /64 and could otherwise try from 2^64 addresses; anything else (no address,
+ * a name) as given.
+ */
+export function addressKey(address: string): string {
+  if (!ipaddr.isValid(address)) return address;
+  let ip = ipaddr.parse(address);
+  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  if (ip.kind() === 'ipv4') return ip.toString();
+  const parts = (ip as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16));
+  return `${parts.join(':')}::/64`;
 }

@@ -6,7 +6,7 @@ import { z } from '@hono/zod-openapi';
 import { HEADER_VALUE_PATTERN, MAX_HEADER_NAME_LENGTH, MAX_HEADER_VALUE_LENGTH } from '../domain/callback-headers.ts';
 import { HTTP_METHODS, MAX_CALLBACK_HEADERS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS, DEFAULT_TIMEOUT_MS } from '../domain/job.ts';
 import { MAX_ATTEMPTS_LIMIT, MAX_BACKOFF_MS, RETRY_STRATEGIES } from '../domain/retry.ts';
-import { MAX_DATES, MIN_INTERVAL_MS } from '../domain/schedule.ts';
+import { isStorableInstant, MAX_DATES, MAX_INSTANT_MS, MAX_JITTER_MS, MIN_INSTANT_MS, MIN_INTERVAL_MS } from '../domain/schedule.ts';
 import { CATCH_UP_POLICIES, DELIVERY_MODES, JOB_STATUSES, OVERLAP_POLICIES, RUN_STATUSES, RUN_TRIGGERS } from '../domain/states.ts';
 import { STATUS_CLASS_PATTERN } from '../domain/status-codes.ts';
 
@@ -15,14 +15,25 @@ import { STATUS_CLASS_PATTERN } from '../domain/status-codes.ts';
  * `relevancy_window_ms` integer column (2^31 − 1 ms ≈ 24.8 days); more failed the insert.
  */
 export const MAX_RELEVANCY_WINDOW_MS = 24 * 24 * 3_600_000;
-export const MAX_JITTER_MS = 24 * 3_600_000;
+/** MAX_JITTER_MS lives with the schedules, which keep their occurrences early enough for it. */
+export { MAX_JITTER_MS };
 export const MAX_DELAY_MS = 366 * 24 * 3_600_000;
 export const MAX_METADATA_PAIRS = 20;
 /** Largest `pauseAfterFailures` (consecutive failed runs before Chime pauses a job). */
 export const MAX_PAUSE_AFTER_FAILURES = 1000;
 
-/** An RFC 3339 instant with any offset (`2026-12-01T09:00:00Z`, `2026-12-01T10:00:00.000+01:00`). */
-export const InstantSchema = z.iso.datetime({ offset: true, precision: undefined }).openapi({ example: '2026-12-01T09:00:00.000Z' });
+const INSTANT_RANGE = `${new Date(MIN_INSTANT_MS).toISOString()}..${new Date(MAX_INSTANT_MS).toISOString()}`;
+
+/**
+ * An RFC 3339 instant with any offset (`2026-12-01T09:00:00Z`, `2026-12-01T10:00:00.000+01:00`) that PostgreSQL can
+ * store: within years 0001..9999 once its offset is applied (`isStorableInstant`), so `0000-01-01T00:00:00Z`,
+ * `0001-01-01T00:00:00+01:00` and `9999-12-31T23:59:59-23:59` are refused, naming the field. The one schema of every
+ * instant the API takes, in bodies and query strings alike.
+ */
+export const InstantSchema = z.iso
+  .datetime({ offset: true, precision: undefined, abort: true }) // a malformed time gets one message, not two
+  .refine((v) => isStorableInstant(Date.parse(v)), `must be within ${INSTANT_RANGE} (UTC, after applying the offset)`)
+  .openapi({ example: '2026-12-01T09:00:00.000Z', description: `RFC 3339 with an offset, within ${INSTANT_RANGE} once the offset is applied` });
 const time = InstantSchema;
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
@@ -69,20 +80,38 @@ const CallbackHeadersSchema = z
  */
 export const AuthTokenSchema = z.string().min(1).max(MAX_HEADER_VALUE_LENGTH - 'Bearer '.length).regex(HEADER_VALUE_PATTERN, 'visible ASCII only, with spaces and tabs inside (RFC 9110)');
 
+const callbackFields = {
+  url: z.string().min(1).max(2048),
+  method: z.enum(HTTP_METHODS),
+  headers: CallbackHeadersSchema,
+  successStatusCodes: z.array(z.union([int(100, 599), z.string().regex(STATUS_CLASS_PATTERN, 'a status class such as "2xx"')])).min(1).max(50),
+  timeoutMs: int(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS),
+};
+
 export const CallbackSchema = z
   .strictObject({
-    url: z.string().min(1).max(2048),
-    method: z.enum(HTTP_METHODS).default('POST'),
-    headers: CallbackHeadersSchema.default({}),
+    url: callbackFields.url,
+    method: callbackFields.method.default('POST'),
+    headers: callbackFields.headers.default({}),
     authToken: AuthTokenSchema.optional(),
-    successStatusCodes: z
-      .array(z.union([int(100, 599), z.string().regex(STATUS_CLASS_PATTERN, 'a status class such as "2xx"')]))
-      .min(1)
-      .max(50)
-      .default(['2xx']),
-    timeoutMs: int(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS).default(DEFAULT_TIMEOUT_MS),
+    successStatusCodes: callbackFields.successStatusCodes.default(['2xx']),
+    timeoutMs: callbackFields.timeoutMs.default(DEFAULT_TIMEOUT_MS),
   })
   .openapi('Callback');
+
+/**
+ * A PATCH's `callback`: any of the fields, each replacing the job's; `authToken: null` removes the token. No
+ * defaults: `CallbackSchema.partial()` kept them (zod 4 applies a default under `.optional()`), so changing only
+ * `timeoutMs` reset the method, the headers and the success codes.
+ */
+export const CallbackPatchSchema = z.strictObject({
+  url: callbackFields.url.optional(),
+  method: callbackFields.method.optional(),
+  headers: callbackFields.headers.optional(),
+  authToken: AuthTokenSchema.nullable().optional(),
+  successStatusCodes: callbackFields.successStatusCodes.optional(),
+  timeoutMs: callbackFields.timeoutMs.optional(),
+});
 
 export const RetrySchema = z
   .strictObject({

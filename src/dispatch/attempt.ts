@@ -3,14 +3,13 @@
  * outcomes are written: the Node dispatcher (undici, batched finishes) and the Workers `scheduled` handler (fetch)
  * both run it.
  */
-import { decideAfterAttempt, ERROR_CLASS, type HttpResult } from '../domain/attempt-outcome.ts';
+import { decideAfterAttempt, ERROR_CLASS, type HttpResult, type AttemptOutcome } from '../domain/attempt-outcome.ts';
 import type { Clock } from '../domain/clock.ts';
 import { storableText } from '../domain/storable-text.ts';
-import type { ClaimedRun } from '../store/queue/claim-runs.ts';
-import type { AttemptOutcome } from '../store/queue/finish-runs.ts';
 import { buildCallbackRequest } from './callback-request.ts';
 import type { Deliver } from './deliver.ts';
 import type { Keyring } from './keyring.ts';
+import type { ClaimedRun } from '../domain/claimed-run.ts';
 
 export type AttemptDeps = {
   clock: Clock;
@@ -65,6 +64,7 @@ export function outcomeOf(run: ClaimedRun, result: HttpResult, startedAtMs: numb
     random,
   );
   return {
+    ...d,
     shard: run.shard,
     runId: run.runId,
     jobId: run.jobId,
@@ -73,10 +73,6 @@ export function outcomeOf(run: ClaimedRun, result: HttpResult, startedAtMs: numb
     finishedAtMs,
     responseStatus: result.kind === 'response' ? result.status : null,
     responseBodyExcerpt: result.kind === 'response' ? storableText(result.bodyExcerpt) : null,
-    errorClass: d.errorClass,
     error: d.error === null ? null : storableText(d.error),
-    runStatus: d.runStatus,
-    nextAttemptAtMs: d.nextAttemptAtMs,
-    pauseReason: d.pauseReason,
   };
 }

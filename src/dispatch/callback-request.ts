@@ -7,10 +7,10 @@
  */
 import { sendableCallbackHeaders } from '../domain/callback-headers.ts';
 import { RUN_TRIGGER } from '../domain/states.ts';
-import type { ClaimedRun } from '../store/queue/claim-runs.ts';
 import type { CallbackRequest } from './deliver.ts';
 import type { Keyring } from './keyring.ts';
 import { standardWebhookSignature } from './sign.ts';
+import type { ClaimedRun } from '../domain/claimed-run.ts';
 
 /**
  * The job's custom headers go out exactly as stored, except those the header rule refuses

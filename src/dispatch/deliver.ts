@@ -39,7 +39,7 @@ export function createCallbackAgent(opts: { allowPrivate: boolean; connectTimeou
  *
  * The hot path of every callback, so it talks to undici's `dispatch` (Dispatcher.md, "DispatchHandler") with one
  * small handler object instead of `request`: no response stream, no async iterator, no `AbortSignal.timeout` per
- * request (the drain benchmark's profile had them at ~10 % of the dispatcher's CPU). The whole request, from queueing
+ * request (a measurable share of the dispatcher's CPU in the drain benchmark's profile). The whole request, from queueing
  * for a connection to the last body byte, is bounded by one timer of `timeoutMs`; a request still waiting for its
  * connection when the time is up ends then, as a timeout that sent nothing, and is dropped when its turn comes.
  * @returns a function that resolves to a response (status, Retry-After in ms, first RESPONSE_EXCERPT_BYTES of the

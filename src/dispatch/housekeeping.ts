@@ -34,7 +34,7 @@ export type Housekeeper = {
 export function createHousekeeper(deps: HousekeeperDeps): Housekeeper {
   const { db, clock, logger } = deps;
   const batch = deps.batchSize ?? PRUNE_BATCH_DEFAULT;
-  let timer: NodeJS.Timeout | null = null;
+  let stopTimer: (() => void) | null = null;
   let current: Promise<unknown> = Promise.resolve();
   let stopped = false;
 
@@ -62,18 +62,15 @@ export function createHousekeeper(deps: HousekeeperDeps): Housekeeper {
 
   return {
     start() {
-      if (timer) return;
+      if (stopTimer) return;
       stopped = false;
       current = runOnce();
-      timer = setInterval(() => {
-        current = current.then(runOnce);
-      }, deps.intervalMs ?? HOUSEKEEPING_INTERVAL_MS);
-      timer.unref();
+      stopTimer = deps.clock.every(deps.intervalMs ?? HOUSEKEEPING_INTERVAL_MS, () => (current = current.then(runOnce)));
     },
     async stop() {
       stopped = true;
-      if (timer) clearInterval(timer);
-      timer = null;
+      stopTimer?.();
+      stopTimer = null;
       await current;
     },
     runOnce,

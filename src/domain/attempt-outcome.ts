@@ -6,7 +6,7 @@ import { retryDelayMs, type RetryPolicy } from './retry.ts';
 import type { DeliveryMode } from './states.ts';
 import { isSuccessStatus, type StatusCodeSpec } from './status-codes.ts';
 import { isPastWindow } from './window.ts';
-import { PAUSED_REASON } from './events.ts';
+import { PAUSED_REASON, type PausedReason } from './events.ts';
 
 /** Classes of attempt failure, as recorded in the attempt log. */
 export const ERROR_CLASS = Object.freeze({
@@ -44,12 +44,31 @@ export type HttpResult =
   | { kind: 'response'; status: number; retryAfterMs: number | null; bodyExcerpt: string }
   | { kind: 'error'; errorClass: ErrorClass; message: string; /** the request may have reached the receiver */ maybeSent: boolean };
 
+/** What an attempt's result means for its run (`decideAfterAttempt`). Times are epoch ms. */
 export type AttemptDecision = {
+  /** The run's new state: final, or `retrying` at `nextAttemptAtMs`. */
   runStatus: 'succeeded' | 'failed' | 'retrying' | 'expired';
   nextAttemptAtMs: number | null;
   errorClass: ErrorClass | null;
   error: string | null;
-  pauseReason: string | null;
+  /** Set when the job must be paused (`gone`: the receiver answered 410 Gone). */
+  pauseReason: PausedReason | null;
+};
+
+/**
+ * One finished attempt as the dispatcher records it (the finish statement's input): which run and attempt, the attempt
+ * log's fields, and the decision. Built by `outcomeOf` (src/dispatch/attempt.ts). Times are epoch ms.
+ */
+export type AttemptOutcome = AttemptDecision & {
+  /** The run's bucket: a finish statement names one. */
+  shard: number;
+  runId: string;
+  jobId: string;
+  attempt: number;
+  startedAtMs: number;
+  finishedAtMs: number;
+  responseStatus: number | null;
+  responseBodyExcerpt: string | null;
 };
 
 /** HTTP 410: the receiver wants no more callbacks for this job. */
@@ -77,7 +96,7 @@ export function decideAfterAttempt(
   }
   const errorClass = result.kind === 'response' ? ERROR_CLASS.badStatus : result.errorClass;
   const error = result.kind === 'response' ? `unexpected status ${result.status}` : result.message;
-  const end = (runStatus: 'failed' | 'expired', why: string, pauseReason: string | null = null): AttemptDecision => ({
+  const end = (runStatus: 'failed' | 'expired', why: string, pauseReason: PausedReason | null = null): AttemptDecision => ({
     runStatus,
     nextAttemptAtMs: null,
     errorClass,

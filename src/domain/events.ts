@@ -21,6 +21,20 @@ export type PausedReason = (typeof PAUSED_REASON)[keyof typeof PAUSED_REASON];
 /** An event to record: its type, whose, and about which job (and run). */
 export type EventSeed = { type: EventType; tenantId: string; jobId: string; runId?: string; reason?: string };
 
+/** What an event shows in place of each custom callback header's value (the name stays). */
+export const REDACTED_HEADER_VALUE = '[redacted]';
+
+/**
+ * A job's custom callback headers as an event shows them: every name kept, every value replaced by
+ * REDACTED_HEADER_VALUE. Header values are often API keys of the tenant's receiver, and notification endpoints are
+ * often third-party alerting tools: the API shows the values to the tenant, an event never sends them elsewhere.
+ * @param headers header name → value, as the job's `callback.headers`
+ * @returns a new object with the same names
+ */
+export function redactHeaderValues(headers: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.keys(headers).map((name) => [name, REDACTED_HEADER_VALUE]));
+}
+
 /** Most notification endpoints per tenant. */
 export const MAX_NOTIFICATION_ENDPOINTS = 10;
 

@@ -36,6 +36,25 @@ export const MAX_DATES = 1000;
 /** The macros accepted besides 5-field expressions. */
 export const CRON_MACROS = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@hourly'] as const;
 
+/**
+ * The instants Chime takes and stores, UTC epoch ms: years 0001..9999 in UTC. PostgreSQL's timestamptz spans more,
+ * but a JavaScript Date outside these years is sent as `0000-…` or `+010000-…`, which PostgreSQL refuses (a 500).
+ */
+export const MIN_INSTANT_MS = Date.parse('0001-01-01T00:00:00.000Z');
+export const MAX_INSTANT_MS = Date.parse('9999-12-31T23:59:59.999Z');
+/** Longest jitter, in ms: a job's runs fall due up to this much after their occurrences (24 h). */
+export const MAX_JITTER_MS = 24 * 3_600_000;
+/**
+ * The latest occurrence a schedule has (epoch ms): a later one, due up to MAX_JITTER_MS after it, could fall past
+ * MAX_INSTANT_MS. A schedule ends there, so no claim or re-plan ever writes a run PostgreSQL cannot store.
+ */
+export const LATEST_OCCURRENCE_MS = MAX_INSTANT_MS - MAX_JITTER_MS;
+
+/** True for an instant (epoch ms) within MIN_INSTANT_MS..MAX_INSTANT_MS; false for NaN. */
+export function isStorableInstant(t: number): boolean {
+  return t >= MIN_INSTANT_MS && t <= MAX_INSTANT_MS;
+}
+
 const ms = (iso: string): number => Date.parse(iso);
 const iso = (t: number): string => new Date(t).toISOString();
 
@@ -75,11 +94,16 @@ export function normalizeSchedule(s: Schedule, nowMs: number): Schedule {
 }
 
 /**
- * The first occurrence strictly after `afterMs` (UTC epoch ms), or null when the schedule has none left.
- * `delay` and `interval` schedules must be normalized first (`normalizeSchedule`).
+ * The first occurrence strictly after `afterMs` (UTC epoch ms), or null when the schedule has none left (none up to
+ * LATEST_OCCURRENCE_MS). `delay` and `interval` schedules must be normalized first (`normalizeSchedule`).
  * @throws Error for a cron expression or time zone that `scheduleIssues` would have refused
  */
 export function nextOccurrence(s: Schedule, afterMs: number): number | null {
+  const t = unboundedNextOccurrence(s, afterMs);
+  return t !== null && t <= LATEST_OCCURRENCE_MS ? t : null;
+}
+
+function unboundedNextOccurrence(s: Schedule, afterMs: number): number | null {
   switch (s.type) {
     case 'once':
     case 'delay': {
@@ -205,8 +229,9 @@ export function isTimeZone(name: string): boolean {
 
 /**
  * Checks what a schema cannot: that the cron expression parses (5 fields without `H`, or a macro), that the time
- * zone exists, that ranges are ordered, and that the schedule fires at least once at or after `nowMs`.
- * Shape (types, required fields, integer bounds) is the API schema's job and is assumed here.
+ * zone exists, that ranges are ordered, that no date is past LATEST_OCCURRENCE_MS, and that the schedule fires at
+ * least once at or after `nowMs` and by LATEST_OCCURRENCE_MS. Shape (types, required fields, integer bounds, times
+ * within MIN_INSTANT_MS..MAX_INSTANT_MS) is the API schema's job and is assumed here.
  * @returns the issues found, empty when the schedule is good
  */
 export function scheduleIssues(s: Schedule, nowMs: number): ScheduleIssue[] {
@@ -238,19 +263,29 @@ export function scheduleIssues(s: Schedule, nowMs: number): ScheduleIssue[] {
   if ((s.type === 'interval' || s.type === 'cron') && s.startAt && s.endAt && ms(s.endAt) < ms(s.startAt)) {
     issues.push({ path: 'endAt', message: 'endAt is before startAt' });
   }
+  if (s.type === 'dates') {
+    // Named one by one: nextOccurrence would pass over them in silence.
+    s.dates.forEach((d, i) => {
+      if (ms(d) > LATEST_OCCURRENCE_MS) issues.push({ path: `dates.${i}`, message: `after ${iso(LATEST_OCCURRENCE_MS)}, the latest Chime schedules` });
+    });
+  }
   if (issues.length > 0) return issues;
 
   let first: number | null;
   try {
-    first = nextOccurrence(normalizeSchedule(s, nowMs), nowMs - 1);
+    first = unboundedNextOccurrence(normalizeSchedule(s, nowMs), nowMs - 1);
   } catch (err) {
     return [{ path: 'expression', message: `cron expression never fires: ${(err as Error).message}` }];
   }
-  if (first === null) issues.push({ path: neverFiresPath(s), message: 'the schedule has no occurrence after now' });
+  if (first === null) issues.push({ path: neverFiresPath(s, false), message: 'the schedule has no occurrence after now' });
+  else if (first > LATEST_OCCURRENCE_MS) {
+    issues.push({ path: neverFiresPath(s, true), message: `the schedule has no occurrence between now and ${iso(LATEST_OCCURRENCE_MS)}, the latest Chime schedules` });
+  }
   return issues;
 }
 
-function neverFiresPath(s: Schedule): string {
+/** The field to name for a schedule without an occurrence: for one whose first is too late, what set it so late. */
+function neverFiresPath(s: Schedule, tooLate: boolean): string {
   switch (s.type) {
     case 'once':
       return 'at';
@@ -260,7 +295,7 @@ function neverFiresPath(s: Schedule): string {
       return 'dates';
     case 'interval':
     case 'cron':
-      return 'endAt';
+      return tooLate && s.startAt !== undefined ? 'startAt' : 'endAt';
   }
 }
 

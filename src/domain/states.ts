@@ -1,15 +1,19 @@
 /**
  * The state names of jobs and runs, each as one frozen constant.
  *
- * Run state machine (a run is one occurrence of a job; an attempt is one HTTP request of it):
+ * Run state machine (a run is one occurrence of a job; an attempt is one HTTP request of it); docs/design.md "Run
+ * states and transitions" is the full table, with who makes each change:
  *
- *   scheduled ──claim──▶ running ──success──────────────▶ succeeded
- *       │                  │  ├──failure, retries left─▶ retrying ──claim──▶ running …
- *       │                  │  └──failure, none left────▶ failed     (a dead letter)
- *       │                  └──lease expired (reaper)───▶ retrying   (at-least-once) | failed (at-most-once)
- *       ├──not startable inside its relevancy window──▶ expired
- *       ├──overlap policy / catch-up policy───────────▶ skipped
- *       └──job canceled or paused──────────────────────▶ canceled
+ *   scheduled ──claim──▶ running ──success──────────────────────────▶ succeeded
+ *   retrying ──claim──▶    │  ├──failure, retries left──────────────▶ retrying
+ *       │  │               │  ├──failure, none left; 410; ambiguous─▶ failed     (a dead letter)
+ *       │  │               │  ├──failure, retry past the window─────▶ expired
+ *       │  │               │  ├──lease expired (reaper), or released ▶ retrying (at-least-once) | failed (at-most-once)
+ *       │  │               │  └──never sent, given back (unclaim)───▶ scheduled | retrying (as it was claimed)
+ *       │  ├──at claim: not startable inside its relevancy window──▶ expired
+ *       │  └──job canceled (or its notification endpoint deleted)──▶ canceled
+ *   scheduled ──at claim: overlap policy / catch-up policy─────────▶ skipped
+ *   scheduled ──job paused, schedule changed───────────────────────▶ canceled ──resume / re-plan of the same occurrence──▶ scheduled
  *
  * `scheduled` and `retrying` are the waiting states: the only ones the dispatcher claims.
  */

@@ -1,5 +1,5 @@
 /**
- * `chime node`: the JSON-lines node protocol (PROTOCOL.md; Maelstrom-style,
+ * `chime node`: the JSON-lines node protocol (docs/protocol.md; Maelstrom-style,
  * https://github.com/jepsen-io/maelstrom/blob/main/doc/protocol.md) over standard input and output.
  */
 import { createInterface } from 'node:readline';

@@ -1,5 +1,5 @@
 /**
- * The node's time (PROTOCOL.md: "`now` for scheduling is the wall clock unless a message carries
+ * The node's time (docs/protocol.md: "`now` for scheduling is the wall clock unless a message carries
  * `current_time`, which then sets the node's logical clock").
  */
 import { ManualClock, systemClock, type Clock } from '../domain/clock.ts';
@@ -23,6 +23,14 @@ export class LogicalClock implements Clock {
   set(ms: number): void {
     if (this.manual) this.manual.set(ms);
     else this.manual = new ManualClock(ms);
+  }
+
+  /** Timers run on the base clock: the protocol's logical time moves only by messages, which fire nothing. */
+  sleep(ms: number, signal?: AbortSignal): Promise<'timeout' | 'aborted'> {
+    return this.base.sleep(ms, signal);
+  }
+  every(ms: number, fn: () => unknown): () => void {
+    return this.base.every(ms, fn);
   }
 
   /** True once `set` has been called. */

@@ -1,5 +1,5 @@
 /**
- * The message handlers of `chime node` (PROTOCOL.md "Messages"): one input line in, at most one reply line out.
+ * The message handlers of `chime node` (docs/protocol.md "Messages"): one input line in, at most one reply line out.
  * No I/O besides the `log` callback; `index.ts` connects it to stdin and stdout.
  */
 import type { Clock } from '../domain/clock.ts';

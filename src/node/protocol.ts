@@ -1,5 +1,5 @@
 /**
- * The envelope of the `chime node` JSON-lines protocol (PROTOCOL.md, after the Maelstrom protocol:
+ * The envelope of the `chime node` JSON-lines protocol (docs/protocol.md, after the Maelstrom protocol:
  * https://github.com/jepsen-io/maelstrom/blob/main/doc/protocol.md): parsing one input line, building replies,
  * and the error codes. Pure functions, no I/O.
  */

@@ -1,5 +1,5 @@
 /**
- * The in-memory job table behind `chime node` (PROTOCOL.md "Messages"): one-time and cron jobs, running what is
+ * The in-memory job table behind `chime node` (docs/protocol.md "Messages"): one-time and cron jobs, running what is
  * due, and failed runs with exponential backoff. Pure: time comes from the `Clock` it is given, ids from `newId`;
  * due times come from the service's schedule code (`src/domain/schedule.ts`) and backoff from its retry code
  * (`src/domain/retry.ts`), so the node exercises the real domain logic.
@@ -17,7 +17,7 @@ import { nextOccurrence, normalizeSchedule, scheduleIssues, type Schedule, type 
 import { RUN_STATUS } from '../domain/states.ts';
 import { newId as newUuidV7 } from '../domain/ids.ts';
 
-/** Retry settings of a node job (PROTOCOL.md `retry: { base_ms, max_attempts }`). */
+/** Retry settings of a node job (docs/protocol.md `retry: { base_ms, max_attempts }`). */
 export type RetrySettings = {
   /** Backoff unit in ms: after the n-th failure the backoff is baseMs × 2^n. Positive integer. */
   baseMs: number;

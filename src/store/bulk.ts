@@ -18,8 +18,7 @@ import { JOB_STATUS, RUN_TRIGGER } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
 import { announceRun, query, transactionRetryingDeadlocks, type Db, type Executor } from './db.ts';
 import { jobFilterCondition, type JobFilter } from './job-filter.ts';
-import { cancelJobs, replanJobs, uuidArray } from './job-lifecycle.ts';
-import { pauseJobs } from './queue/finish-runs.ts';
+import { cancelJobs, pauseJobs, replanJobs, uuidArray } from './job-lifecycle.ts';
 import { deadLetterCondition } from './runs.ts';
 import { jobs, runs } from './schema.ts';
 
@@ -195,7 +194,7 @@ async function applyAction(tx: Executor, tenantId: string, action: BulkJobAction
     case 'pause': {
       const active = locked.filter((j) => j.status === JOB_STATUS.active);
       if (active.length === 0) return 0;
-      const paused = await pauseJobs(tx, shardOf(tenantId), JSON.stringify(active.map((j) => ({ id: j.id, reason: PAUSED_REASON.manual }))), new Date(nowMs).toISOString());
+      const paused = await pauseJobs(tx, shardOf(tenantId), active.map((j) => ({ id: j.id, reason: PAUSED_REASON.manual })), nowMs);
       return paused.length;
     }
     case 'resume': {

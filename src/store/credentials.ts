@@ -64,10 +64,19 @@ export function sha256Hex(s: string): string {
   return bytesToHex(sha256(utf8ToBytes(s)));
 }
 
-/** Compares two strings in time that depends only on their length, not on where they differ. */
+/**
+ * Whether two secrets are equal (a presented token and the configured one, or two key hashes), in time that depends
+ * neither on where they differ nor on either's length: both are hashed to 32-byte SHA-256 digests, and all 32 bytes
+ * are compared without an early exit. The one comparison of secrets in Chime (the admin token, the metrics token, API
+ * key hashes). Pure JavaScript rather than node:crypto's timingSafeEqual because this module also runs in the Worker
+ * (node:crypto there is allowed only to the dispatcher's signing code, test/worker/bundle.test.ts), and that one
+ * throws on inputs of different lengths, which would leak the secret's length unless hashed first anyway.
+ * @returns true when `a` and `b` are the same string (a SHA-256 collision aside)
+ */
 export function timingSafeEqualStrings(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
+  const x = sha256(utf8ToBytes(a));
+  const y = sha256(utf8ToBytes(b));
   let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  for (let i = 0; i < x.length; i++) diff |= x[i]! ^ y[i]!;
   return diff === 0;
 }

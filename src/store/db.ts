@@ -27,36 +27,66 @@ export interface Database {
   close(): Promise<void>;
 }
 
-/** Runs raw SQL and returns its rows, whichever driver is underneath. */
-export async function query<T>(db: Executor, statement: SQL): Promise<T[]> {
-  const result = (await db.execute(statement)) as unknown;
-  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
+/**
+ * Runs raw SQL and returns its rows, whichever driver is underneath. The statement is handed to the driver before this
+ * returns (not one promise job later, as an `await` would), so `pipelined` keeps the order of its statements.
+ */
+export function query<T>(db: Executor, statement: SQL): Promise<T[]> {
+  return db.execute(statement).then((result: unknown) => (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]);
 }
 
 /**
- * Runs `setting` (a `set_config(…, true)` for the rest of the transaction) and then `statement` in transaction `tx`,
- * sent together: the driver queues both on the transaction's connection in call order (postgres.js pipelines them,
- * PGlite runs them in turn), so the setting is in force when the statement is planned and the pair costs one round
- * trip instead of two.
- * @returns the statement's rows @throws the first error of either
+ * Planner method settings for a group of statements: PostgreSQL's `enable_*` parameters (manual 20.7.1, "Planner Method
+ * Configuration") and the value each must have while the group is planned.
  */
-export async function queryWithSetting<T>(tx: Executor, setting: SQL, statement: SQL): Promise<T[]> {
-  // Both through `query`, in this order: each reaches the driver after the same number of microtasks, so in call
-  // order (an `execute` promise is lazy: handed to Promise.all as it is, it would start after the statement).
-  const set = query(tx, setting);
-  const rows = query<T>(tx, statement);
-  return (await Promise.all([set, rows]))[1];
-}
+export type PlannerSettings = Readonly<Record<`enable_${string}`, 'on' | 'off'>>;
 
 /**
- * Starts every statement of `statements` (each a function that starts one) in transaction `tx` at once and waits for
- * them all: postgres.js writes what is queued on a connection together, so they cost one round trip and one wake-up
- * of the server instead of one each (PGlite runs them in turn). Only for statements that depend neither on each
- * other's results nor on their order.
- * @returns their results, in the order given @throws the first error (the transaction is aborted then)
+ * Runs `statements` (each a function that starts one) in transaction `tx`, in the order given, with `plan`'s planner
+ * settings in force for exactly these statements: the settings are sent before the first (each previous value saved in
+ * a transaction-local `chime.saved_<name>`) and put back after the last. This is the only way Chime sends a
+ * `set_config`, so a statement added later to the transaction never inherits a setting unknowingly.
+ *
+ * The statements reach the driver in the order given: each function must hand its statement to the driver before it
+ * returns, by returning a drizzle query not yet started (this loop starts it, by calling its `then`), or by calling
+ * `query` (which starts it at once); an async function that awaits, or returns a query, starts it a promise job late.
+ * postgres.js writes what is queued on the transaction's connection together (one round trip and one wake-up of the
+ * server for the group), PGlite runs them in turn. Only for statements that do not need each other's results.
+ * @param plan the settings, or null for none
+ * @returns the statements' results, in the order given @throws the error of the first statement (in the order given)
+ *   that failed: the transaction is aborted then
  */
-export async function together<T extends readonly unknown[]>(...statements: { [K in keyof T]: () => PromiseLike<T[K]> }): Promise<T> {
-  return (await Promise.all(statements.map((start) => start()))) as unknown as T;
+export async function pipelined<T extends readonly unknown[]>(
+  tx: Executor,
+  plan: PlannerSettings | null,
+  ...statements: { [K in keyof T]: () => PromiseLike<T[K]> }
+): Promise<T> {
+  const names = plan ? Object.keys(plan) : [];
+  for (const name of names) if (!/^enable_[a-z_]+$/.test(name)) throw new TypeError(`not a planner method setting: ${name}`);
+  const steps: (() => PromiseLike<unknown>)[] = [...statements];
+  if (plan && names.length > 0) {
+    const set = names.map((n) => `set_config('chime.saved_${n}', current_setting('${n}'), true), set_config('${n}', '${plan[n as keyof PlannerSettings]}', true)`);
+    const reset = names.map((n) => `set_config('${n}', current_setting('chime.saved_${n}'), true)`);
+    steps.unshift(() => tx.execute(sql.raw(`select ${set.join(', ')}`)));
+    steps.push(() => tx.execute(sql.raw(`select ${reset.join(', ')}`)));
+  }
+  const started = steps.map((start) => {
+    const step = start();
+    // A drizzle query starts when its `then` is called: call it now, in this loop's order.
+    return step instanceof Promise ? step : new Promise<unknown>((resolve, reject) => step.then(resolve, reject));
+  });
+  const settled = await Promise.allSettled(started);
+  // The first failure in statement order: the later ones fail only because the transaction was aborted by it.
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  const results = settled.map((r) => (r as PromiseFulfilledResult<unknown>).value);
+  return (plan && names.length > 0 ? results.slice(1, -1) : results) as unknown as T;
+}
+
+/** One query under `plan` (`pipelined` with a single statement): its rows. */
+export async function queryPlanned<T>(tx: Executor, plan: PlannerSettings, statement: SQL): Promise<T[]> {
+  const [rows] = await pipelined<[T[]]>(tx, plan, () => query<T>(tx, statement));
+  return rows;
 }
 
 /** `err` and its causes (`cause`, at most 5 deep), as the drivers and drizzle nest them. */
@@ -64,6 +94,15 @@ export function errorChain(err: unknown): { code?: unknown; message?: unknown }[
   const chain: { code?: unknown; message?: unknown; cause?: unknown }[] = [];
   for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) chain.push(e);
   return chain;
+}
+
+/** True for PostgreSQL's unique_violation (SQLSTATE 23505), from either driver, and for Citus's report of one. */
+export function isUniqueViolation(err: unknown): boolean {
+  return (
+    errorChain(err).some((e) => e.code === '23505') ||
+    // Citus reports a shard's unique violation in an INSERT … SELECT through the coordinator as XX000, with PostgreSQL's text.
+    errorChain(err).some((e) => e.code === 'XX000' && /^duplicate key value violates unique constraint/.test(String(e.message)))
+  );
 }
 
 /** True for PostgreSQL's deadlock_detected (SQLSTATE 40P01) anywhere in `err`'s `cause` chain (drizzle wraps the driver's). */
@@ -121,7 +160,8 @@ export function announcement(dueAtMs: number | null, nowMs: number): string | nu
  * Announces a run due at `dueAtMs` (epoch ms) on RUNS_CHANNEL through `ex` (in the caller's transaction: the NOTIFY
  * is delivered when it commits), unless `announcement` says it needs none.
  */
-export async function announceRun(ex: Executor, dueAtMs: number | null, nowMs: number): Promise<void> {
+export function announceRun(ex: Executor, dueAtMs: number | null, nowMs: number): Promise<void> {
   const payload = announcement(dueAtMs, nowMs);
-  if (payload !== null) await ex.execute(sql`select pg_notify(${RUNS_CHANNEL}, ${payload})`);
+  // Started before it returns (not an async function), so `pipelined` keeps its place in the order.
+  return payload === null ? Promise.resolve() : query(ex, sql`select pg_notify(${RUNS_CHANNEL}, ${payload})`).then(() => undefined);
 }

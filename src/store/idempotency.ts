@@ -13,7 +13,7 @@ import type { StoreContext } from './context.ts';
 import type { Db, Executor } from './db.ts';
 import type { RunTrigger } from '../domain/states.ts';
 import { insertTriggeredRun } from './job-lifecycle.ts';
-import { getJob, insertJob, type CreateJobOptions, type JobRow } from './jobs.ts';
+import { createJob, getJob, type CreateJobOptions, type JobRow } from './jobs.ts';
 import { idempotencyKeys } from './schema.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -70,7 +70,7 @@ export async function createJobIdempotently(
       const job = await getJob({ ...ctx, db: tx }, tenantId, first.jobId);
       return job ? { kind: 'replayed', job } : { kind: 'mismatch' };
     }
-    const job = await insertJob({ ...ctx, db: tx }, tenantId, spec, registeredAtMs, opts);
+    const job = await createJob({ ...ctx, db: tx }, tenantId, spec, registeredAtMs, opts);
     await recordUse(tx, tenantId, key, { jobId: job.id });
     return { kind: 'created', job };
   });

@@ -11,13 +11,12 @@ import { nextOccurrence } from '../domain/schedule.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type RunTrigger } from '../domain/states.ts';
 import { newId } from '../domain/ids.ts';
 import { jitterOffsetMs } from '../domain/schedule.ts';
-import { PAUSED_REASON } from '../domain/events.ts';
+import { PAUSED_REASON, type PausedReason } from '../domain/events.ts';
 import type { StoreContext } from './context.ts';
-import { announceRun, transactionRetryingDeadlocks, type Db, type Executor } from './db.ts';
+import { announceRun, pipelined, query, transactionRetryingDeadlocks, type Db, type Executor, type PlannerSettings } from './db.ts';
 import { deadLetterCondition } from './runs.ts';
 import { assertActiveJobsRoom, type CreateJobOptions, type JobRow } from './jobs.ts';
 import { jobs, runs } from './schema.ts';
-import { pauseJobs } from './queue/finish-runs.ts';
 import { recordEvents } from './notifications.ts';
 
 /** Why a lifecycle change was refused. */
@@ -90,7 +89,7 @@ export async function updateJob(
       (!pausing && !staysPaused && (changes.replace === true || changes.schedule !== undefined || changes.jitterMs !== undefined));
     await tx.update(jobs).set(set).where(and(ofTenant(jobs, tenantId), eq(jobs.id, jobId)));
     if (pausing) {
-      await pauseJobs(tx, shardOf(tenantId), JSON.stringify([{ id: jobId, reason: PAUSED_REASON.manual }]), nowIso);
+      await pauseJobs(tx, shardOf(tenantId), [{ id: jobId, reason: PAUSED_REASON.manual }], now);
     } else if (replan) {
       const schedule = (changes.schedule ?? job.schedule) as JobSpec['schedule'];
       // A resume starts the count of failures in a row afresh (API.md "pauseAfterFailures").
@@ -272,4 +271,43 @@ export async function insertTriggeredRun(
   }
   await announceRun(tx, nowMs, nowMs);
   return id;
+}
+
+/** A job a pause is for, and why (`manual`, `gone`, `consecutive_failures`). */
+export type JobPause = { id: string; reason: PausedReason };
+
+/**
+ * Pauses the active jobs of `pauses` in bucket `shard` and cancels their pending `schedule` runs (docs/design.md run
+ * states: `scheduled` → `canceled`); a paused, canceled or completed job is left as it is. For `PATCH { paused: true }`,
+ * a bulk pause, and a finish or reap that pauses (a 410 Gone, `pauseAfterFailures`). Runs in the caller's transaction
+ * (`tx` may be the database itself); both statements are sent together, under `plan` when given.
+ * @param nowMs the pause's time (epoch ms): the jobs' `updated_at` and the canceled runs' `finished_at`
+ * @returns the jobs it paused (those that were active), with their reason
+ */
+export async function pauseJobs(
+  tx: Executor,
+  shard: number,
+  pauses: readonly JobPause[],
+  nowMs: number,
+  plan: PlannerSettings | null = null,
+): Promise<{ id: string; tenant_id: string; paused_reason: string | null }[]> {
+  const list = JSON.stringify(pauses);
+  const nowIso = new Date(nowMs).toISOString();
+  const [paused] = await pipelined(
+    tx,
+    plan,
+    () =>
+      query<{ id: string; tenant_id: string; paused_reason: string | null }>(
+        tx,
+        sql`update jobs j set status = 'paused', paused_reason = v.reason, next_run_at = null, updated_at = ${nowIso}::timestamptz
+          from jsonb_to_recordset(${list}::jsonb) as v(id uuid, reason text)
+          where j.shard = ${shard} and j.id = v.id and j.status = 'active'
+          returning j.id, j.tenant_id, j.paused_reason`,
+      ),
+    () =>
+      tx.execute(sql`update runs r set status = 'canceled', finished_at = ${nowIso}::timestamptz, next_attempt_at = null, error = 'job paused'
+        from jsonb_to_recordset(${list}::jsonb) as v(id uuid, reason text)
+        where r.shard = ${shard} and r.job_id = v.id and r.status = 'scheduled' and r.trigger = 'schedule'`),
+  );
+  return paused;
 }

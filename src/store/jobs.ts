@@ -9,7 +9,7 @@ import type { JobSpec } from '../domain/job.ts';
 import { jitterOffsetMs, nextOccurrence } from '../domain/schedule.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
-import { announcement, query, RUNS_CHANNEL, type Executor } from './db.ts';
+import { announcement, isUniqueViolation, query, RUNS_CHANNEL, type Executor } from './db.ts';
 import { newId } from '../domain/ids.ts';
 import { jobFilterCondition, type JobFilter } from './job-filter.ts';
 import { jobs } from './schema.ts';
@@ -25,6 +25,14 @@ export type CreateJobOptions = {
   /** Refuse to go over this many `active`/`paused` jobs of the tenant (QuotaExceededError); 0 or absent = no quota. */
   maxActiveJobs?: number;
 };
+
+/** A job's `key` is taken in its tenant (nothing was created). `key` is null when a batch's keys clashed. */
+export class JobKeyTakenError extends Error {
+  override name = 'JobKeyTakenError';
+  constructor(readonly key: string | null) {
+    super(key === null ? "a key of this batch was taken concurrently; nothing was committed, retry the batch" : `a job with key "${key}" exists`);
+  }
+}
 
 /** Creating the job(s) would take the tenant over its active-jobs quota. */
 export class QuotaExceededError extends Error {
@@ -86,38 +94,26 @@ export async function assertActiveJobsRoom(
 }
 
 /**
- * Creates a job and its first run, atomically (one statement).
- * @param spec a validated spec whose schedule is normalized and fires at least once after `registeredAtMs`
- * @param registeredAtMs the time (epoch ms) the spec was validated and normalized against: the first occurrence is
- *   the first at or after it, so a `delay: 0` or a `once` a few ms ahead is not lost to the time validation took
- * @throws the driver's unique-violation error (code 23505; on Citus XX000 with the same message: isUniqueViolation)
- *   when `spec.key` is taken in this tenant
- * @throws QuotaExceededError when `opts.maxActiveJobs` is reached
+ * Creates a job and its first run (`createJobs` with one spec).
+ * @throws as `createJobs`
  */
 export async function createJob(ctx: StoreContext, tenantId: string, spec: JobSpec, registeredAtMs: number, opts: CreateJobOptions = {}): Promise<JobRow> {
-  // One statement inserts the job and its first run: atomic without a transaction's extra round trips.
-  return insertJob(ctx, tenantId, spec, registeredAtMs, opts);
-}
-
-/** `createJob` on an executor that is already inside a transaction. */
-export async function insertJob(
-  ctx: StoreContext,
-  tenantId: string,
-  spec: JobSpec,
-  registeredAtMs: number,
-  opts: CreateJobOptions = {},
-): Promise<JobRow> {
-  const [job] = await insertJobs(ctx, tenantId, [spec], registeredAtMs, opts);
+  const [job] = await createJobs(ctx, tenantId, [spec], registeredAtMs, opts);
   return job!;
 }
 
 /**
- * Inserts many jobs and their first runs with one statement each (the batch route's hot path), then one NOTIFY.
- * Run inside a transaction: either all are committed or none.
+ * Creates jobs and their first runs, all or none: one statement writes them (and the NOTIFY of the soonest run due
+ * soon), so it is atomic on `ctx.db` whether that is the database or a transaction (the idempotent and batch routes
+ * pass theirs). The one creation path of callback jobs.
+ * @param specs validated specs whose schedules are normalized; each fires at least once after `registeredAtMs`
+ * @param registeredAtMs the time (epoch ms) the specs were validated and normalized against: each first occurrence is
+ *   the first at or after it, so a `delay: 0` or a `once` a few ms ahead is not lost to the time validation took
  * @returns the jobs, in the order of `specs`
- * @throws QuotaExceededError when the jobs would take the tenant over `opts.maxActiveJobs` (none inserted)
+ * @throws JobKeyTakenError when a spec's `key` is taken in this tenant (nothing inserted)
+ * @throws QuotaExceededError when the jobs would take the tenant over `opts.maxActiveJobs` (nothing inserted)
  */
-export async function insertJobs(
+export async function createJobs(
   ctx: StoreContext,
   tenantId: string,
   specs: JobSpec[],
@@ -169,7 +165,12 @@ export async function insertJobs(
     }
   }
   // Announced only when due soon (NOTIFY_HORIZON_MS): a dispatcher's poll finds later runs in time.
-  await insertJobsAndRuns(ctx.db, tenantId, jobRows, runRows, nowDate.toISOString(), announcement(soonest, now));
+  try {
+    await insertJobsAndRuns(ctx.db, tenantId, jobRows, runRows, nowDate.toISOString(), announcement(soonest, now));
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new JobKeyTakenError(specs.length === 1 ? (specs[0]!.key ?? null) : null);
+    throw err;
+  }
   ctx.openJobs?.added(tenantId, runRows.length);
   return jobRows;
 }

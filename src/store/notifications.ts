@@ -12,7 +12,14 @@ import { and, eq, inArray, sql } from 'drizzle-orm';
 import { shardOf } from '../domain/shard.ts';
 import { ofTenant } from './tenant-scope.ts';
 import { DEFAULT_TIMEOUT_MS, type CallbackSpec } from '../domain/job.ts';
-import { EVENT_DELIVERY_RETRY, EVENT_DELIVERY_WINDOW_MS, MAX_NOTIFICATION_ENDPOINTS, type EventSeed, type EventType } from '../domain/events.ts';
+import {
+  EVENT_DELIVERY_RETRY,
+  EVENT_DELIVERY_WINDOW_MS,
+  MAX_NOTIFICATION_ENDPOINTS,
+  redactHeaderValues,
+  type EventSeed,
+  type EventType,
+} from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
@@ -120,11 +127,12 @@ export function listDeliveries(ctx: StoreContext, endpoint: NotificationEndpoint
  * The endpoints of the events' tenants (all of them, whatever they subscribe to), for `recordEvents`: one indexed read.
  * A caller may send it beside the statements that precede `recordEvents` in its transaction (it does not depend on them).
  */
-export async function endpointsOfEvents(tx: Executor, seeds: readonly EventSeed[]): Promise<NotificationEndpointRow[]> {
-  if (seeds.length === 0) return [];
+export function endpointsOfEvents(tx: Executor, seeds: readonly EventSeed[]): PromiseLike<NotificationEndpointRow[]> {
+  if (seeds.length === 0) return Promise.resolve([]);
   const tenantIds = [...new Set(seeds.map((s) => s.tenantId))];
   // One bucket when called on the hot path (claim, finish, reap run per bucket).
   const shards = [...new Set(tenantIds.map(shardOf))];
+  // The query itself, not started: `pipelined` starts it in its place among the claim's statements.
   return tx
     .select()
     .from(notificationEndpoints)
@@ -134,7 +142,8 @@ export async function endpointsOfEvents(tx: Executor, seeds: readonly EventSeed[
 /**
  * Records events in the caller's transaction `tx`: for each event, one delivery run per endpoint of its tenant that
  * subscribes to its type, due now, carrying `{ type, eventId, occurredAt, data: { job, run?, reason? } }` with the job
- * and run as the API shows them at this moment. Costs one indexed read when no tenant of the events has an endpoint.
+ * and run as the API shows them at this moment, but for the values of the job's custom callback headers, which are
+ * redacted (`eventJobView`). Costs one indexed read when no tenant of the events has an endpoint.
  * @param nowMs the events' time (epoch ms)
  * @param endpoints the events' tenants' endpoints, when already read (`endpointsOfEvents`) in this transaction
  * @returns how many deliveries were made
@@ -166,7 +175,7 @@ export async function recordEvents(
       type: seed.type,
       eventId,
       occurredAt: now.toISOString(),
-      data: { job: jobView(job), ...(run ? { run: runView(run) } : {}), ...(seed.reason ? { reason: seed.reason } : {}) },
+      data: { job: eventJobView(job), ...(run ? { run: runView(run) } : {}), ...(seed.reason ? { reason: seed.reason } : {}) },
     };
     for (const e of endpoints) {
       if (e.tenantId !== seed.tenantId || !(e.events as string[]).includes(seed.type)) continue;
@@ -189,4 +198,10 @@ export async function recordEvents(
   await tx.insert(runs).values(deliveries);
   await announceRun(tx, nowMs, nowMs);
   return deliveries.length;
+}
+
+/** A job as an event carries it: the API's Job with the values of `callback.headers` redacted (they are often keys). */
+function eventJobView(row: typeof jobs.$inferSelect) {
+  const job = jobView(row);
+  return { ...job, callback: { ...job.callback, headers: redactHeaderValues(job.callback.headers) } };
 }

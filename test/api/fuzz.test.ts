@@ -12,9 +12,23 @@ import type { Api, TestTenant } from '../support/api.ts';
 import { ADMIN_TOKEN } from '../support/chime-process.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { MAX_JSON_DEPTH, unstorableFields, unstorableReason as unstorable } from '../../src/api/json-guard.ts';
+import { isStorableInstant } from '../../src/domain/schedule.ts';
 
 // ---- generated values -------------------------------------------------------------------------------------------
 
+const pad2 = (n: number) => String(n).padStart(2, '0');
+// Well-formed RFC 3339 instants at the edges of what PostgreSQL stores: years 0000, 0001 and 9999 with offsets up to
+// ±23:59, so that some fall before year 1 or after 9999 once the offset is applied (each such was a 500: issue #28).
+const edgeInstant = fc
+  .tuple(
+    fc.constantFrom('0000-01-01', '0000-12-31', '0001-01-01', '0001-12-31', '9999-01-01', '9999-12-30', '9999-12-31'),
+    fc.constantFrom('00:00:00', '00:00:59.999', '00:59:59', '12:00:00', '23:00:00', '23:59:59', '23:59:59.999'),
+    fc.oneof(
+      fc.constantFrom('Z', '+00:00', '-00:00', '+00:01', '-00:01', '+01:00', '-01:00', '+23:59', '-23:59'),
+      fc.tuple(fc.constantFrom('+', '-'), fc.integer({ min: 0, max: 23 }), fc.integer({ min: 0, max: 59 })).map(([sign, h, m]) => `${sign}${pad2(h)}:${pad2(m)}`),
+    ),
+  )
+  .map(([date, time, offset]) => `${date}T${time}${offset}`);
 const loneSurrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c));
 const nasty = fc.constantFrom('\u0000', '\ud800', '\udfff', '\u202e', '\ufeff', '🙂', 'e\u0301', '\r\n', '%00', '../', '${x}', "'; drop table jobs; --");
 const str = fc.oneof(
@@ -22,6 +36,7 @@ const str = fc.oneof(
   fc.string({ unit: 'binary' }),
   fc.string({ unit: fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }), loneSurrogate, nasty) }),
   fc.constantFrom('', ' ', 'x'.repeat(201), 'x'.repeat(5000), 'y'.repeat(70 * 1024), '2030-01-01T00:00:00Z', '0 0 * * *', 'https://example.com/x', 'Europe/Berlin', 'null', '[]', '{}'),
+  edgeInstant,
 );
 // Boundaries of JSON numbers, of PostgreSQL smallint/integer/bigint columns, and of Chime's own limits.
 const extremeNumber = fc.constantFrom(
@@ -135,6 +150,7 @@ const queryString = fc
       fc.constantFrom('limit', 'cursor', 'status', 'days', 'x', ''),
       fc.oneof(
         fc.constantFrom('1', '0', '-1', '100', '101', '1e2', '0x10', ' 5', 'NaN', 'Infinity', '00000000-0000-7000-8000-000000000000', 'active', 'failed', '%ZZ', '%C3', '%00', '%ED%A0%80'),
+        edgeInstant.map(encodeURIComponent),
         fc.uint8Array({ maxLength: 12 }).map((bytes) => [...bytes].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')),
       ),
     ),
@@ -353,6 +369,38 @@ describe.each(DATABASE_TARGETS)('fuzzing the write routes ($kind)', (target) => 
       const r = await check(api, method, path, { json: { ...(body as object), [field]: value } });
       expect(r.status, `${method} ${path} with ${JSON.stringify(field)}`).toBe(400);
       expect(r.body.errors, `${method} ${path} with ${JSON.stringify(field)}: ${JSON.stringify(r.body)}`).toContainEqual({ path: field, message: 'unknown field' });
+    });
+  }, 240_000);
+
+  it('instants at the edges of years 1 and 9999, in every field that takes one: 400 naming the field when PostgreSQL cannot store them', async () => {
+    const check = checker();
+    const job = (schedule: unknown) => ({ ...MINIMAL_JOB, schedule });
+    // [what, the field's path in the problem, the request with the instant t in that field]
+    const fields: [string, string, (t: string) => [Api, string, string, { json: unknown } | undefined]][] = [
+      ['runs since', 'since', (t) => [tenant.api, 'GET', `/v1/runs?since=${encodeURIComponent(t)}`, undefined]],
+      ['runs until', 'until', (t) => [tenant.api, 'GET', `/v1/runs?until=${encodeURIComponent(t)}&jobId=${jobId}`, undefined]],
+      ['replay since', 'since', (t) => [tenant.api, 'POST', '/v1/dead-letters/replay', { json: { since: t, jobId } }]],
+      ['replay until', 'until', (t) => [tenant.api, 'POST', '/v1/dead-letters/replay', { json: { until: t } }]],
+      ['once.at', 'schedule.at', (t) => [tenant.api, 'POST', '/v1/jobs', { json: job({ type: 'once', at: t }) }]],
+      ['interval.startAt', 'schedule.startAt', (t) => [tenant.api, 'PUT', '/v1/jobs/by-key/edge', { json: job({ type: 'interval', everyMs: 60_000, startAt: t }) }]],
+      ['interval.endAt', 'schedule.endAt', (t) => [tenant.api, 'PATCH', `/v1/jobs/${jobId}`, { json: { schedule: { type: 'interval', everyMs: 60_000, endAt: t } } }]],
+      ['dates', 'schedule.dates.1', (t) => [tenant.api, 'POST', '/v1/schedules/preview', { json: { schedule: { type: 'dates', dates: ['2031-01-01T00:00:00Z', t] } } }]],
+      ['cron.startAt', 'schedule.startAt', (t) => [tenant.api, 'POST', '/v1/jobs', { json: job({ type: 'cron', expression: '0 0 * * *', startAt: t }) }]],
+      ['cron.endAt', 'schedule.endAt', (t) => [tenant.api, 'PATCH', `/v1/jobs/${jobId}`, { json: { schedule: { type: 'cron', expression: '0 0 * * *', endAt: t } } }]],
+      ['api key expiresAt', 'expiresAt', (t) => [tenant.api, 'POST', '/v1/api-keys', { json: { name: 'edge', expiresAt: t } }]],
+    ];
+    const examples = ['0000-01-01T00:00:00Z', '9999-12-31T23:59:59-23:59', '0001-01-01T00:00:00+01:00', '9999-12-31T23:59:59+23:59', '0001-01-01T00:00:00-23:59'];
+    await run(fc.tuple(fc.constantFrom(...fields), edgeInstant), 400, async ([[what, path, request], t]) => {
+      const r = await check(...request(t));
+      if (isStorableInstant(Date.parse(t))) return; // taken, or refused for another reason (a past once.at): no 5xx either way
+      expect(r.status, `${what} ${t}`).toBe(400);
+      expect(r.body.errors, `${what} ${t}: ${JSON.stringify(r.body)}`).toContainEqual({ path, message: expect.stringMatching(/^must be within 0001-01-01T00:00:00\.000Z\.\.9999-12-31T23:59:59\.999Z/) });
+    }, fields.flatMap((f) => examples.map((t) => [f, t] as [typeof f, string])));
+    // A job of a batch, answered on its own.
+    await run(edgeInstant, 60, async (t) => {
+      const r = await check(tenant.api, 'POST', '/v1/jobs/batch', { json: { jobs: [job({ type: 'once', at: t })] } });
+      expect(r.status, t).toBe(200);
+      if (!isStorableInstant(Date.parse(t))) expect(r.body.results[0].problem.errors.map((e: { path: string }) => e.path), t).toEqual(['schedule.at']);
     });
   }, 240_000);
 

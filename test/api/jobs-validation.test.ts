@@ -250,3 +250,98 @@ describe('host names of callback URLs (private destinations refused)', () => {
     expect(lookups.filter((h) => h === 'a.example')).toHaveLength(2);
   });
 });
+
+describe('every bad field named at once: a schema error and a rule error in one request (issue #28)', () => {
+  let app: TestApp;
+  let tenant: TestTenant;
+  let jobId: string;
+  let getJobId: string;
+  beforeAll(async () => {
+    app = await startTestApp();
+    tenant = await app.tenant('every-field');
+    jobId = (await tenant.api.post('/v1/jobs', good())).body.jobId;
+    getJobId = (await tenant.api.post('/v1/jobs', { ...good(), callback: { url: 'http://127.0.0.1:9/hook', method: 'GET' } })).body.jobId;
+  });
+  afterAll(() => app.close());
+
+  const PAST_ONCE = { type: 'once', at: '2001-01-01T00:00:00Z' };
+  const NEVER_CRON = { type: 'cron', expression: '0 0 30 2 *' };
+  const paths = (r: { body: { errors?: { path: string }[] } }) => r.body.errors?.map((e) => e.path).sort();
+
+  const patches: [string, unknown, string[]][] = [
+    ['jitterMs out of range and a schedule in the past', { jitterMs: -1, schedule: PAST_ONCE }, ['jitterMs', 'schedule.at']],
+    ['an empty name and a cron expression that never fires', { name: '', schedule: NEVER_CRON }, ['name', 'schedule.expression']],
+    ['a bad method and an ftp URL', { callback: { method: 'TRACE', url: 'ftp://example.com/x' } }, ['callback.method', 'callback.url']],
+    ['a bad timeout and a reserved header', { callback: { timeoutMs: 1, headers: { Host: 'x' } } }, ['callback.headers.Host', 'callback.timeoutMs']],
+    ['a bad retry strategy, a metadata value and a refused URL', { retry: { strategy: 'random' }, metadata: { a: 1 }, callback: { url: 'ftp://x' } }, ['callback.url', 'metadata.a', 'retry.strategy']],
+  ];
+  it.each(patches)('PATCH /v1/jobs/:jobId with %s → 400 naming both, nothing changed', async (_what, body, expected) => {
+    const before = (await tenant.api.get(`/v1/jobs/${jobId}`)).body;
+    const r = await tenant.api.request('PATCH', `/v1/jobs/${jobId}`, body);
+    expect(r.status).toBe(400);
+    expect(r.headers.get('content-type')).toBe('application/problem+json');
+    expect(paths(r)).toEqual(expected);
+    expect((await tenant.api.get(`/v1/jobs/${jobId}`)).body).toEqual(before);
+  });
+
+  it("PATCH: a payload for the job's GET callback is named with the schema's errors", async () => {
+    const r = await tenant.api.request('PATCH', `/v1/jobs/${getJobId}`, { callback: { timeoutMs: 1 }, payload: { a: 1 } });
+    expect(r.status).toBe(400);
+    expect(paths(r)).toEqual(['callback.timeoutMs', 'payload']);
+  });
+
+  it("PATCH callback: the fields given replace the job's, the others are kept (no defaults filled in)", async () => {
+    const made = await tenant.api.post('/v1/jobs', { ...good(), callback: { url: 'http://127.0.0.1:9/get', method: 'GET', headers: { 'X-Team': 'ops' }, successStatusCodes: [204] } });
+    const r = await tenant.api.request('PATCH', `/v1/jobs/${made.body.jobId}`, { callback: { timeoutMs: 2000 } });
+    expect(r.status).toBe(200);
+    expect(r.body.callback).toEqual({ url: 'http://127.0.0.1:9/get', method: 'GET', headers: { 'X-Team': 'ops' }, hasAuthToken: false, successStatusCodes: [204], timeoutMs: 2000 });
+    await tenant.api.request('DELETE', `/v1/jobs/${made.body.jobId}`);
+  });
+
+  it('PATCH of no job with two bad fields: still a 400 naming both', async () => {
+    const r = await tenant.api.request('PATCH', '/v1/jobs/00000000-0000-7000-8000-000000000000', { jitterMs: -1, schedule: PAST_ONCE });
+    expect(r.status).toBe(400);
+    expect(paths(r)).toEqual(['jitterMs', 'schedule.at']);
+  });
+
+  it('POST /v1/jobs, PUT by key and a job of a batch: a field out of range and a schedule in the past, both named', async () => {
+    const body = { ...good(), schedule: PAST_ONCE, jitterMs: -1 };
+    expect(paths(await tenant.api.post('/v1/jobs', body))).toEqual(['jitterMs', 'schedule.at']);
+    expect(paths(await tenant.api.request('PUT', '/v1/jobs/by-key/both', body))).toEqual(['jitterMs', 'schedule.at']);
+    const batch = await tenant.api.post('/v1/jobs/batch', { jobs: [body] });
+    expect(batch.body.results[0].problem.errors.map((e: { path: string }) => e.path).sort()).toEqual(['jitterMs', 'schedule.at']);
+  });
+
+  it("POST /v1/jobs: a bad Idempotency-Key header and bad body fields, all named", async () => {
+    const r = await tenant.api.post('/v1/jobs', { ...good(), schedule: NEVER_CRON, jitterMs: -1 }, { 'idempotency-key': 'k'.repeat(300) });
+    expect(r.status).toBe(400);
+    expect(paths(r)).toEqual(['idempotency-key', 'jitterMs', 'schedule.expression']);
+  });
+
+  it("PUT /v1/jobs/by-key/:key: a bad path key and bad body fields; a body key not the path's and a past schedule", async () => {
+    const badKey = await tenant.api.request('PUT', `/v1/jobs/by-key/${'k'.repeat(201)}`, { ...good(), jitterMs: -1 });
+    expect(badKey.status).toBe(400);
+    expect(paths(badKey)).toEqual(['jitterMs', 'key']);
+    const mismatch = await tenant.api.request('PUT', '/v1/jobs/by-key/mine', { ...good(), key: 'other', schedule: PAST_ONCE });
+    expect(paths(mismatch)).toEqual(['key', 'schedule.at']);
+    const mismatchAndSchema = await tenant.api.request('PUT', '/v1/jobs/by-key/mine', { ...good(), key: 'other', schedule: PAST_ONCE, jitterMs: -1 });
+    expect(paths(mismatchAndSchema)).toEqual(['jitterMs', 'key', 'schedule.at']);
+  });
+
+  it('POST /v1/schedules/preview: a bad count and a schedule that never fires, both named', async () => {
+    const r = await tenant.api.post('/v1/schedules/preview', { schedule: NEVER_CRON, count: 0 });
+    expect(r.status).toBe(400);
+    expect(paths(r)).toEqual(['count', 'schedule.expression']);
+  });
+
+  it('POST /jobs (compatibility): a bad timeout and a cron expression that never fires, both named as sent', async () => {
+    const r = await tenant.api.post('/jobs', { name: 'c', cronExpr: '0 0 30 2 *', handlerUrl: 'ftp://x', timeout: 1 });
+    expect(r.status).toBe(400);
+    expect(paths(r)).toEqual(['cronExpr', 'handlerUrl', 'timeout']);
+  });
+
+  it('none of these made a job', async () => {
+    const active = await tenant.api.get('/v1/jobs?status=active');
+    expect(active.body.jobs.map((j: { jobId: string }) => j.jobId).sort()).toEqual([jobId, getJobId].sort());
+  });
+});

@@ -13,9 +13,9 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/domain/shard.ts';
 import { DISTRIBUTED_TABLES, REFERENCE_TABLES } from '../../src/store/citus.ts';
-import { query } from '../../src/store/db.ts';
+import { query, queryPlanned } from '../../src/store/db.ts';
 import { openPostgres } from '../../src/store/postgres.ts';
-import { claimStatement, CLAIM_PLANNER_SETTING } from '../../src/store/queue/claim-runs.ts';
+import { claimStatement, CLAIM_PLAN } from '../../src/store/queue/claim-runs.ts';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
 import { spawnChime } from '../support/build.ts';
 import { startChime, type ChimeProcess } from '../support/chime-process.ts';
@@ -121,9 +121,8 @@ describe.runIf(CITUS_TESTS)('Chime on a Citus cluster (coordinator + 2 workers)'
     try {
       const shard = shardOf(tenant.tenantId);
       const plan = await database.db.transaction(async (tx) => {
-        await tx.execute(CLAIM_PLANNER_SETTING);
         const statement = claimStatement({ owner: 'explain', limit: 100, nowMs: Date.now(), leaseMarginMs: 30_000, shard });
-        return query<{ 'QUERY PLAN': string }>(tx, sql`explain ${statement}`);
+        return queryPlanned<{ 'QUERY PLAN': string }>(tx, CLAIM_PLAN, sql`explain ${statement}`);
       });
       const text = plan.map((r) => r['QUERY PLAN']).join('\n');
       expect(text, text).toMatch(/Task Count: 1\b/);

@@ -10,13 +10,14 @@ import { PAUSED_REASON } from '../../src/domain/events.ts';
 import { shardOf } from '../../src/domain/shard.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { query } from '../../src/store/db.ts';
-import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
+import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { finishRuns } from '../../src/store/queue/finish-runs.ts';
 import { reapExpiredLeases } from '../../src/store/queue/reap-leases.ts';
 import { renewLeases } from '../../src/store/queue/renew-leases.ts';
 import { sql } from 'drizzle-orm';
 import { CITUS_TESTS } from '../support/citus.ts';
 import { createTestTenantIn, FAILED_500, openTestStore, T0, testJobSpec, testOutcome, type TestStore } from '../support/store.ts';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 
 describe.runIf(CITUS_TESTS)('one Citus worker down', () => {
   let store: TestStore;

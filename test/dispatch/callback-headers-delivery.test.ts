@@ -6,6 +6,7 @@
  * and `fetch` (`createFetchDeliver`, the Workers path, here Node's global fetch). Last, undici itself on its own:
  * whatever name or value it refuses to send, or sends altered, the rule refuses too.
  */
+import { ManualClock } from '../../src/domain/clock.ts';
 import fc from 'fast-check';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,8 +18,8 @@ import { createCallbackAgent, createDeliver, type Deliver } from '../../src/disp
 import type { Keyring } from '../../src/dispatch/keyring.ts';
 import { callbackHeaderIssue, callbackHeadersIssues, HEADER_NAME_PATTERN } from '../../src/domain/callback-headers.ts';
 import { resolveRetryPolicy } from '../../src/domain/retry.ts';
-import type { ClaimedRun } from '../../src/store/queue/claim-runs.ts';
 import { createFetchDeliver } from '../../src/worker/fetch-deliver.ts';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 
 const NOW = Date.UTC(2030, 0, 1);
 const USER_AGENT = 'chime/test';
@@ -200,7 +201,7 @@ describe('callback headers on the wire', () => {
     for (const s of senders) {
       const path = `/cb/${++n}`;
       const outcome = await performAttempt(claimedRun(`${base}${path}`, stored, 'sealed-token'), {
-        clock: { now: () => NOW },
+        clock: new ManualClock(NOW),
         keyring,
         deliver: s.deliver,
         userAgent: USER_AGENT,

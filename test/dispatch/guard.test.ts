@@ -10,6 +10,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent, buildConnector, errors, fetch } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_CLASS } from '../../src/domain/attempt-outcome.ts';
+import { createDeliver } from '../../src/dispatch/deliver.ts';
 import {
   createGuardedConnector,
   DestinationRefusedError,
@@ -155,8 +157,9 @@ describe('createGuardedConnector, allowPrivate false', () => {
 
     const err = await failureOf(agent.request({ origin: `http://rebind.example:${port}`, path: '/', method: 'GET' }));
     const refused = findInChain(err, isRefused);
-    expect(refused?.message).toContain('127.0.0.1');
-    expect(refused?.message).toContain('rebind.example');
+    // Issue #28 point 4: the message (the tenant's attempt log) names the host, not the address it resolved to.
+    expect(refused?.message).toBe('destination refused: host rebind.example resolves to an address that is not public');
+    expect(refused?.address).toBe('127.0.0.1');
     expect(refused?.hostname).toBe('rebind.example');
     expect(lookup.calls).toEqual([['rebind.example', { all: true }]]);
     expect(requests).toEqual([]);
@@ -169,7 +172,48 @@ describe('createGuardedConnector, allowPrivate false', () => {
     const agent = agentWith(createGuardedConnector({ allowPrivate: false, lookup, connect: inner }));
     const err = await failureOf(agent.request({ origin: 'http://mixed.example', path: '/', method: 'GET' }));
     expect(findInChain(err, isRefused)?.address).toBe('10.0.0.7');
+    expect(findInChain(err, isRefused)?.message).not.toContain('10.0.0.7');
     expect(inner.seen).toEqual([]);
+  });
+
+  // Issue #28 point 4: what the tenant reads in its run history, through the real delivery function.
+  it.each([
+    ['vm', ['127.0.0.1']],
+    ['db.corp.example', ['10.20.30.40']],
+    ['imds.example', ['169.254.169.254']],
+    ['mixed.example', [PUBLIC_V4, '192.168.7.7']],
+    ['v6.example', ['fd12:3456::7']],
+  ])('the attempt log of a name (%s) resolving to %j says refused, without the address', async (host, addresses) => {
+    const lookup = fakeLookup({ [host]: addresses });
+    const inner = recordingConnector();
+    const agent = agentWith(createGuardedConnector({ allowPrivate: false, lookup, connect: inner }));
+    const r = await createDeliver(agent)(
+      { url: `http://${host}:${port}/hook`, method: 'POST', headers: {}, body: '{}', timeoutMs: 2_000 },
+      Date.now,
+    );
+    expect(r).toEqual({
+      kind: 'error',
+      errorClass: ERROR_CLASS.refusedDestination,
+      message: `destination refused: host ${host} resolves to an address that is not public (ERR_DESTINATION_REFUSED)`,
+      maybeSent: false,
+    });
+    expect(inner.seen).toEqual([]);
+  });
+
+  it('tries the next checked address when one refuses the connection at once, and only then', async () => {
+    const lookup = fakeLookup({ 'two.example': [PUBLIC_V6, PUBLIC_V4] });
+    const seen: string[] = [];
+    const inner: buildConnector.connector = (opts, callback) => {
+      seen.push(opts.hostname);
+      const err: NodeJS.ErrnoException = new Error(`connect ECONNREFUSED ${opts.hostname}:80`);
+      err.code = 'ECONNREFUSED';
+      setImmediate(() => callback(err, null));
+    };
+    const agent = agentWith(createGuardedConnector({ allowPrivate: false, lookup, connect: inner }));
+    const err = await failureOf(agent.request({ origin: 'http://two.example', path: '/', method: 'GET' }));
+    expect(seen).toEqual([PUBLIC_V6, PUBLIC_V4]);
+    expect((findInChain(err, (e): e is NodeJS.ErrnoException => (e as NodeJS.ErrnoException)?.code === 'ECONNREFUSED'))?.message)
+      .toContain(PUBLIC_V4);
   });
 
   it('refuses local names without a lookup', async () => {
@@ -251,6 +295,14 @@ describe('createGuardedConnector, allowPrivate false', () => {
     expect(requests).toHaveLength(1);
   });
 
+  it('refuses the cloud metadata name without a lookup', async () => {
+    const lookup = fakeLookup({ 'metadata.google.internal': [PUBLIC_V4] });
+    const agent = agentWith(createGuardedConnector({ allowPrivate: false, lookup }));
+    const err = await failureOf(agent.request({ origin: 'http://metadata.google.internal', path: '/', method: 'GET' }));
+    expect(findInChain(err, isRefused)?.message).toBe('destination refused: host metadata.google.internal is a cloud metadata service');
+    expect(lookup.calls).toEqual([]);
+  });
+
   it('passes lookup errors on unchanged (not as a refusal)', async () => {
     const lookup = fakeLookup({});
     const agent = agentWith(createGuardedConnector({ allowPrivate: false, lookup }));
@@ -285,6 +337,96 @@ describe('createGuardedConnector, allowPrivate true', () => {
     expect(await res.text()).toBe('pong');
     expect(requests.map((r) => r.url)).toEqual(['/f']);
   });
+
+  it('resolves a name itself, accepts loopback and private addresses, and connects to the one it checked', async () => {
+    const lookup = fakeLookup({ 'receiver.dev': ['127.0.0.1'] });
+    const agent = agentWith(createGuardedConnector({ allowPrivate: true, lookup }));
+    const res = await agent.request({ origin: `http://receiver.dev:${port}`, path: '/dev', method: 'GET' });
+    expect(await res.body.text()).toBe('pong');
+    expect(lookup.calls).toEqual([['receiver.dev', { all: true }]]);
+    expect(requests).toEqual([{ url: '/dev', host: `receiver.dev:${port}` }]);
+  });
+
+  it('localhost resolving to ::1 first reaches a receiver listening on 127.0.0.1 only (next address tried)', async () => {
+    const lookup = fakeLookup({ localhost: ['::1', '127.0.0.1'] });
+    const agent = agentWith(createGuardedConnector({ allowPrivate: true, lookup }));
+    const res = await agent.request({ origin: `http://localhost:${port}`, path: '/both', method: 'GET' });
+    expect(await res.body.text()).toBe('pong');
+    expect(requests).toEqual([{ url: '/both', host: `localhost:${port}` }]);
+  });
+
+  // Issue #28 point 3: dev mode still refuses cloud metadata (and link-local), by name, literal or resolved address.
+  it.each([
+    ['imds.example', ['169.254.169.254']],
+    ['mapped-imds.example', ['::ffff:169.254.169.254']],
+    ['nat64-imds.example', ['64:ff9b::a9fe:a9fe']],
+    ['aws6.example', ['fd00:ec2::254']],
+    ['eks.example', ['fd00:ec2::23']],
+    ['alibaba.example', ['100.100.100.200']],
+    ['ecs.example', ['169.254.170.2']],
+    ['oracle.example', ['192.0.0.192']],
+    ['wireserver.example', ['168.63.129.16']],
+    ['timesync.example', ['169.254.169.123']],
+    ['fe80.example', ['fe80::1']],
+    ['mixed.example', ['127.0.0.1', '169.254.169.254']],
+    ['localhost', ['169.254.169.254']],
+  ])('refuses %s resolving to %j, without naming the address', async (host, addresses) => {
+    const lookup = fakeLookup({ [host]: addresses });
+    const inner = recordingConnector();
+    const agent = agentWith(createGuardedConnector({ allowPrivate: true, lookup, connect: inner }));
+    const err = await failureOf(agent.request({ origin: `http://${host}`, path: '/', method: 'GET' }));
+    const refused = findInChain(err, isRefused);
+    expect(refused?.message).toBe(`destination refused: host ${host} resolves to an address that is not allowed, even with private destinations allowed`);
+    expect(addresses).toContain(refused?.address);
+    expect(inner.seen).toEqual([]);
+  });
+
+  it.each([
+    [`http://169.254.169.254/latest/meta-data/`, '169.254.169.254', 'cloudMetadata'],
+    [`http://[::ffff:169.254.169.254]/`, '::ffff:a9fe:a9fe', 'cloudMetadata'],
+    [`http://2852039166/`, '169.254.169.254', 'cloudMetadata'],
+    [`http://[fd00:ec2::254]/`, 'fd00:ec2::254', 'cloudMetadata'],
+    [`http://100.100.100.200/`, '100.100.100.200', 'cloudMetadata'],
+    [`http://169.254.170.2/`, '169.254.170.2', 'cloudMetadata'],
+    [`http://192.0.0.192/`, '192.0.0.192', 'cloudMetadata'],
+    [`http://169.254.0.1/`, '169.254.0.1', 'linkLocal'],
+    [`http://[fe80::1]/`, 'fe80::1', 'linkLocal'],
+  ])('refuses the literal %s without asking the resolver', async (url, address, range) => {
+    const lookup = fakeLookup({});
+    const inner = recordingConnector();
+    const agent = agentWith(createGuardedConnector({ allowPrivate: true, lookup, connect: inner }));
+    const err = await failureOf(fetch(url, { dispatcher: agent }));
+    const refused = findInChain(err, isRefused);
+    expect(refused?.message).toBe(`destination refused: address ${address} is not allowed, even with private destinations allowed (${range})`);
+    expect(lookup.calls).toEqual([]);
+    expect(inner.seen).toEqual([]);
+  });
+
+  it.each(['metadata.google.internal', 'METADATA.Google.Internal.'])('refuses the name %s without a lookup', async (host) => {
+    const lookup = fakeLookup({ [host]: ['127.0.0.1'] });
+    const inner = recordingConnector();
+    const agent = agentWith(createGuardedConnector({ allowPrivate: true, lookup, connect: inner }));
+    const err = await failureOf(agent.request({ origin: `http://${host}`, path: '/', method: 'GET' }));
+    expect(findInChain(err, isRefused)?.message).toMatch(/^destination refused: host metadata\.google\.internal\.? is a cloud metadata service$/i);
+    expect(lookup.calls).toEqual([]);
+    expect(inner.seen).toEqual([]);
+  });
+
+  it('pins: a name that resolved to loopback and then to the metadata address is refused on the new connection', async () => {
+    let n = 0;
+    const lookup: LookupAll = (_hostname, _options, callback) => {
+      const address = n++ === 0 ? '127.0.0.1' : '169.254.169.254';
+      setImmediate(() => callback(null, [{ address, family: 4 }]));
+    };
+    const agent = agentWith(createGuardedConnector({ allowPrivate: true, lookup }));
+    const res = await agent.request({ origin: `http://rebind.dev:${port}`, path: '/first', method: 'GET' });
+    expect(await res.body.text()).toBe('pong');
+    await agent.close();
+    const agent2 = agentWith(createGuardedConnector({ allowPrivate: true, lookup }));
+    const err = await failureOf(agent2.request({ origin: `http://rebind.dev:${port}`, path: '/second', method: 'GET' }));
+    expect(findInChain(err, isRefused)?.address).toBe('169.254.169.254');
+    expect(requests.map((r) => r.url)).toEqual(['/first']);
+  });
 });
 
 describe('resolvePublicHost', () => {
@@ -303,19 +445,19 @@ describe('resolvePublicHost', () => {
     expect(await resolvePublicHost(host, lookup)).toEqual(expected);
   });
 
+  // Issue #28 point 4: a name's reason (the tenant's 400 answer) never names the address it resolved to.
   it.each([
-    ['private.example', /192\.168\.1\.10 \(resolved from private\.example\) is not public \(private\)/],
-    ['mapped.example', /::ffff:127\.0\.0\.1 .*loopback/],
-    ['nat64.example', /64:ff9b::7f00:1 .*rfc6052/],
-    ['127.0.0.1', /127\.0\.0\.1 is not public/],
-    ['[::1]', /::1 is not public/],
-    ['169.254.169.254', /169\.254\.169\.254 is not public \(linkLocal\)/],
-    ['localhost', /local name/],
-    ['nowhere.example', /could not resolve nowhere\.example: ENOTFOUND/],
-  ])('%s → refused', async (host, reason) => {
-    const r = await resolvePublicHost(host, lookup);
-    expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.reason).toMatch(reason);
+    ['private.example', 'destination refused: host private.example resolves to an address that is not public'],
+    ['mapped.example', 'destination refused: host mapped.example resolves to an address that is not public'],
+    ['nat64.example', 'destination refused: host nat64.example resolves to an address that is not public'],
+    ['127.0.0.1', 'destination refused: address 127.0.0.1 is not public (loopback)'],
+    ['[::1]', 'destination refused: address ::1 is not public (loopback)'],
+    ['169.254.169.254', 'destination refused: address 169.254.169.254 is not public (cloudMetadata)'],
+    ['localhost', 'destination refused: host localhost is a local name'],
+    ['metadata.google.internal.', 'destination refused: host metadata.google.internal. is a cloud metadata service'],
+    ['nowhere.example', 'could not resolve nowhere.example: ENOTFOUND'],
+  ])('%s → refused: %s', async (host, reason) => {
+    expect(await resolvePublicHost(host, lookup)).toEqual({ ok: false, reason });
   });
 
   it('uses dns.lookup by default; literals and local names need no DNS', async () => {

@@ -6,16 +6,16 @@
  * The first part runs the writer over the real finish statement on every database target; the rest injects it.
  */
 import { sql } from 'drizzle-orm';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { createOutcomeWriter, UNSTORABLE_TEXT_NOTE, type OutcomeWriterOptions } from '../../src/dispatch/engine/outcome-writer.ts';
 import { query, type Db } from '../../src/store/db.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
-import type { AttemptOutcome } from '../../src/store/queue/finish-runs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { recordingLogger } from '../support/logger.ts';
 import { T0, testJobSpec, testOutcome, useTestStore, type TestStore } from '../support/store.ts';
+import type { AttemptOutcome } from '../../src/domain/attempt-outcome.ts';
 
 const options = (o: Partial<OutcomeWriterOptions> = {}): OutcomeWriterOptions => ({
   owner: 'writer',
@@ -26,7 +26,6 @@ const options = (o: Partial<OutcomeWriterOptions> = {}): OutcomeWriterOptions =>
   backoffMaxMs: 1,
   ...o,
 });
-const immediate = () => Promise.resolve();
 /** A PostgreSQL data exception as the drivers report one (SQLSTATE 22P05: `\u0000` in jsonb). */
 const dataException = () => Object.assign(new Error('unsupported Unicode escape sequence'), { code: '22P05' });
 
@@ -48,7 +47,7 @@ describe.each(DATABASE_TARGETS)('outcomes the database refuses, on $kind', (targ
       [claimed[4]!.runId, { runStatus: 'failed', responseStatus: 500, errorClass: 'bad_status', error: 'half a pair \ud800' }],
     ]);
     const log = recordingLogger();
-    const writer = createOutcomeWriter({ db: store.database.db, clock: store.clock, logger: log, sleep: immediate, options: options() });
+    const writer = createOutcomeWriter({ db: store.database.db, clock: store.clock, logger: log, options: options() });
     for (const r of claimed) writer.push(testOutcome(r, bad.get(r.runId) ?? { responseBodyExcerpt: `ok ${r.runId}` }));
     await writer.flushAll();
 
@@ -85,17 +84,19 @@ describe('an outcome writer facing data exceptions and a database that stays dow
   it('halves the batch down to the refused outcome, so 15 others are recorded in a few tries', async () => {
     const recorded: string[] = [];
     const f = refusing((o) => o.runId === 'r11' && o.responseBodyExcerpt !== null);
+    const clock = new ManualClock(T0);
     const w = createOutcomeWriter({
       db: {} as Db,
-      clock: new ManualClock(T0),
+      clock,
       logger: recordingLogger(),
-      sleep: immediate,
       finish: f.finish,
       options: options({ gatherMs: 1 }),
       onWritten: (_batch, r) => recorded.push(...r),
     });
     for (let i = 0; i < 16; i++) w.push({ ...outcome(`r${i}`), responseBodyExcerpt: 'x' });
-    await w.flushAll();
+    const flushed = w.flushAll();
+    await clock.tick(1);
+    await flushed;
     expect(recorded.sort()).toEqual(Array.from({ length: 16 }, (_, i) => `r${i}`).sort());
     // The whole batch, then a pair of halves per level down to r11 alone (refused), then r11 without its texts.
     expect(f.calls).toHaveLength(1 + 2 * 4 + 1);
@@ -106,7 +107,7 @@ describe('an outcome writer facing data exceptions and a database that stays dow
     const log = recordingLogger();
     const recorded: string[] = [];
     const f = refusing((o) => o.runId === 'b');
-    const w = createOutcomeWriter({ db: {} as Db, clock: new ManualClock(T0), logger: log, sleep: immediate, finish: f.finish, options: options({ gatherMs: 1 }), onWritten: (_batch, r) => recorded.push(...r) });
+    const w = createOutcomeWriter({ db: {} as Db, clock: new ManualClock(T0), logger: log, finish: f.finish, options: options(), onWritten: (_batch, r) => recorded.push(...r) });
     for (const id of ['a', 'b', 'c']) w.push(outcome(id));
     await w.flushAll();
     expect(recorded.sort()).toEqual(['a', 'c']);
@@ -118,38 +119,34 @@ describe('an outcome writer facing data exceptions and a database that stays dow
 
   it('ends flushAll when its signal aborts while a bucket keeps failing, logging the outcomes left', async () => {
     const log = recordingLogger();
-    const sleeping: (() => void)[] = [];
+    const clock = new ManualClock(T0);
     let tries = 0;
     const w = createOutcomeWriter({
       db: {} as Db,
-      clock: new ManualClock(T0),
+      clock,
       logger: log,
-      sleep: () => new Promise<void>((r) => sleeping.push(r)),
       finish: async () => {
         tries++;
         throw new Error('database down');
       },
-      options: options(),
+      options: options({ backoffMinMs: 100, backoffMaxMs: 100 }),
     });
     w.push(outcome('a'));
     w.push(outcome('b'));
     const stop = new AbortController();
     const flushed = w.flushAll(stop.signal);
-    // The first try and two retries, each followed by the retry loop's backoff sleep.
-    for (let i = 0; i < 2; i++) {
-      await vi.waitFor(() => expect(sleeping).toHaveLength(1));
-      sleeping.shift()!();
-    }
-    await vi.waitFor(() => expect(sleeping).toHaveLength(1));
+    // The first try, then two retries after their backoff; the third retry's backoff is under way.
+    await clock.tick(200);
     expect(tries).toBe(3);
+    expect(clock.pendingTimers).toBe(1);
     stop.abort();
     await flushed;
     expect(w.pending).toBe(0);
     expect(log.entries.filter((e) => e.msg.startsWith('stopping: outcomes not recorded')).map((e) => e.fields.runs)).toEqual([['a', 'b']]);
     // The retry loop, woken, tries no more and logs nothing again.
-    sleeping.shift()!();
-    await new Promise((r) => setImmediate(r));
+    await clock.tick(100);
     expect(tries).toBe(3);
+    expect(clock.pendingTimers).toBe(0);
     expect(log.entries.filter((e) => e.msg.startsWith('stopping:'))).toHaveLength(1);
   });
 });

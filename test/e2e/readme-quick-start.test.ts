@@ -68,8 +68,10 @@ describe("the README's Quick start, pasted top to bottom", () => {
     const what = `exit ${run.status}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}\n--- service\n${serviceOut}`;
     expect(run.status, what).toBe(0);
 
-    // The receiver's block: both signatures verified.
+    // The receiver's block: both signatures verified; the readiness probe printed nothing (no INVALID block).
     expect(run.stdout, what).toMatch(/--> POST \/hook/);
+    expect(run.stdout, what).not.toContain('INVALID');
+    expect(run.stdout.match(/^--> /gm), what).toHaveLength(1);
     expect(run.stdout, what).toMatch(/^\s*signature:\s+verified$/m);
     expect(run.stdout, what).toMatch(/^\s*chime-signature:\s+verified \(kid /m);
     // The run history, then the run with its attempt log.

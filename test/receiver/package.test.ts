@@ -347,19 +347,27 @@ describe('verifyChimeSignature with the service\'s signers and a JWKS over HTTP'
       expect(await r.json()).toEqual({ reason: 'JWT for another URL' });
     });
 
-    it('defaults url to the request URL, and checks only the HMAC without a JWKS', async () => {
-      const a = app({ secrets: SECRET, jwksUrl: jwks.url });
+    it('requires url with a JWKS (the Host header is the caller\'s), and checks only the HMAC without a JWKS', async () => {
+      // Without url the Host header made the URL: a callback for another receiver, replayed with its Host, passed.
+      expect(() => chimeWebhook({ secrets: SECRET, jwksUrl: jwks.url })).toThrow(new TypeError(
+        "chimeWebhook: the url option is required with jwksUrl or jwks: the URL this route is called at, exactly as the job's callback.url (the Host header of a request cannot be trusted to say it)",
+      ));
+      expect(() => chimeWebhook({ secrets: SECRET, jwks: { keys: [] }, url: '' })).toThrow(/url option is required/);
       const signer = signers[1]![1];
-      const here = await callback(signer, { sub: 'http://localhost/hooks/report' });
-      expect((await a.request('/hooks/report', { method: 'POST', headers: here.headers, body: here.body })).status).toBe(200);
-      const there = await callback(signer);
-      expect((await a.request('/hooks/report', { method: 'POST', headers: there.headers, body: there.body })).status).toBe(401);
-      expect((await app({ secrets: SECRET }).request('/hooks/report', { method: 'POST', headers: there.headers, body: there.body })).status).toBe(200);
+      // A callback captured on its way to receiver.example.com, replayed here with its Host header.
+      const captured = await callback(signer);
+      const mine = app({ secrets: SECRET, jwksUrl: jwks.url, url: 'https://mine.example.com/hooks/report?tenant=a' });
+      const replayed = await mine.request(HOOK_URL, { method: 'POST', headers: { ...captured.headers, host: 'receiver.example.com' }, body: captured.body });
+      expect(replayed.status).toBe(401);
+      expect(await replayed.json()).toEqual({ reason: 'JWT for another URL' });
+      expect((await app({ secrets: SECRET }).request('/hooks/report', { method: 'POST', headers: captured.headers, body: captured.body })).status).toBe(200);
     });
 
     it('refuses a bad configuration when made', () => {
       expect(() => chimeWebhook({ secrets: [] })).toThrow(TypeError);
-      expect(() => chimeWebhook({ secrets: SECRET, jwksUrl: 'nope' })).toThrow(TypeError);
+      expect(() => chimeWebhook({ secrets: SECRET, jwksUrl: 'nope', url: HOOK_URL })).toThrow(TypeError);
+      expect(() => chimeWebhook({ secrets: SECRET, jwksUrl: jwks.url, url: '/hooks/report' })).toThrow(/url option must be an absolute URL/);
+      expect(() => chimeWebhook({ secrets: SECRET, jwksUrl: jwks.url, url: 'ftp://example.com/hooks' })).toThrow(/http or https/);
     });
   });
 
@@ -413,13 +421,36 @@ describe('verifyChimeSignature with the service\'s signers and a JWKS over HTTP'
       expect(await r.json()).toEqual({ reason: 'missing Chime-Signature header' });
     });
 
-    it('defaults url to the Host and path; uses a Buffer left by express.raw(); refuses a parsed body; 413 past limitBytes', async () => {
-      mw = expressWebhook({ secrets: SECRET, jwksUrl: jwks.url });
+    it('requires url with a JWKS: a callback for another host, replayed with its Host header, is refused', async () => {
+      // Without url the URL was built from the Host header: this replay passed.
+      expect(() => expressWebhook({ secrets: SECRET, jwksUrl: jwks.url })).toThrow(/^expressWebhook: the url option is required with jwksUrl or jwks/);
+      const signer = signers[0]![1];
+      const captured = await callback(signer, { sub: 'http://receiver-a.example/hooks?x=1' });
+      mw = expressWebhook({ secrets: SECRET, jwksUrl: jwks.url, url: `${base}/hooks?x=1` });
+      before = async () => {};
+      const replayed = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        // fetch may not set Host; http.request may.
+        const r = http.request(`${base}/hooks?x=1`, { method: 'POST', headers: { ...captured.headers, host: 'receiver-a.example' } }, (res) => {
+          let text = '';
+          res.on('data', (d) => (text += d)).on('end', () => resolve({ status: res.statusCode!, body: text }));
+        });
+        r.on('error', reject);
+        r.end(captured.body);
+      });
+      expect(replayed).toEqual({ status: 401, body: JSON.stringify({ reason: 'JWT for another URL' }) });
+      // Only the HMAC without a JWKS: no url needed (none is checked).
+      mw = expressWebhook({ secrets: SECRET });
+      expect((await fetch(`${base}/hooks`, { method: 'POST', headers: captured.headers, body: captured.body })).status).toBe(200);
+    });
+
+    it('checks the configured url; uses a Buffer left by express.raw(); refuses a parsed body; 413 past limitBytes', async () => {
+      mw = expressWebhook({ secrets: SECRET, jwksUrl: jwks.url, url: `${base}/hooks?x=1` });
       const signer = signers[0]![1];
       const here = await callback(signer, { sub: `${base}/hooks?x=1` });
       before = async () => {};
       expect((await fetch(`${base}/hooks?x=1`, { method: 'POST', headers: here.headers, body: here.body })).status).toBe(200);
-      expect((await fetch(`${base}/hooks?x=2`, { method: 'POST', headers: here.headers, body: here.body })).status).toBe(401);
+      const there = await callback(signer, { sub: `${base}/hooks?x=2` });
+      expect((await fetch(`${base}/hooks?x=2`, { method: 'POST', headers: there.headers, body: there.body })).status).toBe(401);
 
       before = async (req) => {
         req.body = Buffer.from(await readRawBody(req)); // as express.raw() leaves it
@@ -452,7 +483,9 @@ describe('verifyChimeSignature with the service\'s signers and a JWKS over HTTP'
 
     it('refuses a bad configuration when made', () => {
       expect(() => expressWebhook({ secrets: 'whsec_not base64!' })).toThrow(TypeError);
-      expect(() => expressWebhook({ secrets: SECRET, jwks: { keys: 'no' } as never })).toThrow(TypeError);
+      expect(() => expressWebhook({ secrets: SECRET, jwks: { keys: 'no' } as never, url: HOOK_URL })).toThrow(TypeError);
+      expect(() => expressWebhook({ secrets: SECRET, jwks: { keys: [] } })).toThrow(/url option is required/);
+      expect(() => expressWebhook({ secrets: SECRET, jwks: { keys: [] }, url: 'not a url' })).toThrow(/url option must be an absolute URL/);
     });
   });
 });

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { StoreContext } from '../../src/store/context.ts';
 import { query } from '../../src/store/db.ts';
 import { BulkLimitError, bulkJobAction, dismissDeadLetter, replayDeadLetters } from '../../src/store/bulk.ts';
-import { insertJobs } from '../../src/store/jobs.ts';
+import { createJobs } from '../../src/store/jobs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { createTestTenantIn, T0, testJobSpec, useTestStore, type TestStore } from '../support/store.ts';
 
@@ -21,7 +21,7 @@ describe.each(DATABASE_TARGETS)('bulk actions on $kind', (target) => {
 
   /** `n` jobs of `tenant` whose first run is a dead letter; returns the dead letters' ids. */
   async function deadLetters(tenant: string, n: number): Promise<string[]> {
-    const made = await insertJobs(store.ctx, tenant, Array.from({ length: n }, () => testJobSpec(T0, { metadata: { team: 'ops' } })), T0);
+    const made = await createJobs(store.ctx, tenant, Array.from({ length: n }, () => testJobSpec(T0, { metadata: { team: 'ops' } })), T0);
     const rows = await query<{ id: string }>(
       store.database.db,
       sql`update runs set status = 'failed', finished_at = now(), next_attempt_at = null

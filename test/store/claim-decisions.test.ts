@@ -4,11 +4,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createJob, getJob } from '../../src/store/jobs.ts';
-import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
+import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { finishRuns } from '../../src/store/queue/finish-runs.ts';
 import { reapExpiredLeases } from '../../src/store/queue/reap-leases.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { runsOf, T0, testJobSpec, type JobSpecInput, type TestStore, useTestStore } from '../support/store.ts';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 
 const MINUTE = 60_000;
 

@@ -8,10 +8,11 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/domain/shard.ts';
 import { query } from '../../src/store/db.ts';
-import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
+import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { finishRuns } from '../../src/store/queue/finish-runs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { openTestStore, refuseRunUpdatesInBucket, T0, tenantsInTwoBuckets, testOutcome, type TestStore } from '../support/store.ts';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 
 describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('a finish with a failing bucket on $kind', (target) => {
   let store: TestStore;

@@ -10,12 +10,13 @@ import { createLeaseKeeper } from '../../src/dispatch/engine/lease-keeper.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { shardOf } from '../../src/domain/shard.ts';
 import { query } from '../../src/store/db.ts';
-import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
+import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { reapExpiredLeases } from '../../src/store/queue/reap-leases.ts';
 import { renewLeases } from '../../src/store/queue/renew-leases.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { recordingLogger } from '../support/logger.ts';
 import { openTestStore, refuseRunUpdatesInBucket, T0, tenantsInTwoBuckets, type TestStore } from '../support/store.ts';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 
 /** Where the renewals move the leases to: 10 minutes on. */
 const RENEWED = T0 + 600_000;

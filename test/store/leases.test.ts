@@ -10,11 +10,13 @@ import { query } from '../../src/store/db.ts';
 import type { JobSpecInput } from '../support/store.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { createNotificationEndpoint } from '../../src/store/notifications.ts';
-import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
-import { finishRuns, type AttemptOutcome } from '../../src/store/queue/finish-runs.ts';
+import { claimRuns } from '../../src/store/queue/claim-runs.ts';
+import { finishRuns } from '../../src/store/queue/finish-runs.ts';
 import { reapExpiredLeases, releaseLeases } from '../../src/store/queue/reap-leases.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { attemptsOf, runById, runsOf, T0, testJobSpec, type TestStore, useTestStore } from '../support/store.ts';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
+import type { AttemptOutcome } from '../../src/domain/attempt-outcome.ts';
 
 /** Lease = callback timeout (1000 ms) + this margin. */
 const MARGIN = 1;

@@ -11,10 +11,11 @@ import { newId } from '../../src/domain/ids.ts';
 import type { Database } from '../../src/store/db.ts';
 import { NOTIFY_HORIZON_MS, query, RUNS_CHANNEL } from '../../src/store/db.ts';
 import { createJob, getJob } from '../../src/store/jobs.ts';
-import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
+import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { runs } from '../../src/store/schema.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { createTestTenantIn, openTestStore, runsOf, T0, testJobSpec, type TestStore, deleteAllJobs } from '../support/store.ts';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 
 const MINUTE = 60_000;
 

@@ -9,10 +9,10 @@ import { sql, type SQL } from 'drizzle-orm';
 import { shardOf } from '../../src/domain/shard.ts';
 import { describe, expect, it } from 'vitest';
 import { destinationOf } from '../../src/domain/destination.ts';
-import { query } from '../../src/store/db.ts';
+import { pipelined, query, type PlannerSettings } from '../../src/store/db.ts';
 import { createJob } from '../../src/store/jobs.ts';
-import { CLAIM_PLANNER_SETTING, claimStatement } from '../../src/store/queue/claim-runs.ts';
-import { FINISH_PLANNER_SETTING, finishStatement } from '../../src/store/queue/finish-runs.ts';
+import { CLAIM_PLAN, claimStatement } from '../../src/store/queue/claim-runs.ts';
+import { FINISH_PLAN, finishStatement } from '../../src/store/queue/finish-runs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { FAILED_500, T0, testJobSpec, testOutcome, type TestStore, useTestStore } from '../support/store.ts';
 
@@ -80,15 +80,14 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
   }
 
   /**
-   * Runs `statement` under EXPLAIN ANALYZE (after `setting`, as its caller does), then rolls it back.
+   * Runs `statement` under EXPLAIN ANALYZE (under `settings`, as its caller does), then rolls it back.
    * @returns the plan's work (`planWork`) and the rows its top node returned
    */
-  async function explain(statement: SQL, setting: SQL | null): Promise<{ work: number; jobsWork: number; rows: number }> {
+  async function explain(statement: SQL, settings: PlannerSettings | null): Promise<{ work: number; jobsWork: number; rows: number }> {
     let result: { work: number; jobsWork: number; rows: number } | undefined;
     await store.database.db
       .transaction(async (tx) => {
-        if (setting) await tx.execute(setting);
-        const [row] = await query<Record<string, unknown>>(tx, sql`explain (analyze, format json) ${statement}`);
+        const [[row]] = await pipelined(tx, settings, () => query<Record<string, unknown>>(tx, sql`explain (analyze, format json) ${statement}`));
         const raw = Object.values(row!)[0];
         const [{ Plan: plan }] = (typeof raw === 'string' ? JSON.parse(raw) : raw) as [{ Plan: PlanNode }];
         result = { work: planWork(plan), jobsWork: planWork(plan, 'jobs'), rows: plan['Actual Rows'] };
@@ -102,7 +101,7 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
 
   it(`a claim of ${LIMIT} reads about ${LIMIT} due runs, not the backlog of ${BACKLOG}`, async () => {
     await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
-    const { work, rows } = await explain(claimStatement({ shard: shardOf(tenantId), owner: 'D', limit: LIMIT, nowMs: T0, leaseMarginMs: 1 }), CLAIM_PLANNER_SETTING);
+    const { work, rows } = await explain(claimStatement({ shard: shardOf(tenantId), owner: 'D', limit: LIMIT, nowMs: T0, leaseMarginMs: 1 }), CLAIM_PLAN);
     expect(rows).toBe(LIMIT);
     // The due index's first LIMIT entries and the LIMIT runs updated through the primary key.
     expect(work).toBeLessThanOrEqual(4 * LIMIT);
@@ -119,7 +118,7 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
       leaseMarginMs: 1,
       skipDestinations: [destinationOf('http://a.example/hook')],
     });
-    const { work, rows } = await explain(claim, CLAIM_PLANNER_SETTING);
+    const { work, rows } = await explain(claim, CLAIM_PLAN);
     expect(rows).toBe(LIMIT);
     // The window's bound read on the due index (here every due run), then the index walked past the skipped runs to
     // the first LIMIT others: linear in the window.
@@ -136,7 +135,7 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
     const ids = await query<{ id: string; job_id: string }>(store.database.db, sql`select id, job_id from runs where status = 'running' order by id limit ${BATCH}`);
     // Half of them failed, so the statement's count of failures in a row updates half the jobs.
     const outcomes = ids.map((r, i) => testOutcome({ shard: shardOf(tenantId), runId: r.id, jobId: r.job_id, attempt: 1 }, i % 2 === 0 ? {} : FAILED_500));
-    const { work, jobsWork, rows } = await explain(finishStatement('D', outcomes), FINISH_PLANNER_SETTING);
+    const { work, jobsWork, rows } = await explain(finishStatement('D', outcomes), FINISH_PLAN);
     expect(rows).toBe(BATCH);
     // Linear: the runs read once (by primary key, or in one pass on a table this small) and hashed against the
     // outcomes. The nested loop it replaces compared every run read with every outcome: BACKLOG × BATCH.

@@ -3,6 +3,7 @@
  * waiting, running and recent runs are never touched; expired idempotency keys go too. The housekeeper loops the
  * batches to the end and counts what it pruned.
  */
+import { ManualClock } from '../../src/domain/clock.ts';
 import { sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
@@ -72,7 +73,7 @@ describe.each(DATABASE_TARGETS)('retention on $kind', (target) => {
 
     const registry = new Registry();
     const metrics = createDispatchMetrics(registry);
-    const clock = { now: () => T0 + 40 * DAY };
+    const clock = new ManualClock(T0 + 40 * DAY);
     const keeper = createHousekeeper({ db: store.database.db, clock, logger: pino({ level: 'silent' }), retentionMs: 30 * DAY, batchSize: 3, metrics });
     expect(await keeper.runOnce()).toEqual({ runs: 7, idempotencyKeys: 1 });
     expect(await runIds()).toEqual([recent]);
@@ -83,7 +84,7 @@ describe.each(DATABASE_TARGETS)('retention on $kind', (target) => {
 
   it('retention 0 keeps finished runs forever', async () => {
     const id = await runIn('succeeded', T0);
-    const keeper = createHousekeeper({ db: store.database.db, clock: { now: () => T0 + 1000 * DAY }, logger: pino({ level: 'silent' }), retentionMs: 0 });
+    const keeper = createHousekeeper({ db: store.database.db, clock: new ManualClock(T0 + 1000 * DAY), logger: pino({ level: 'silent' }), retentionMs: 0 });
     expect((await keeper.runOnce()).runs).toBe(0);
     expect(await runIds()).toEqual([id]);
   });

@@ -15,12 +15,13 @@ import { shardOf } from '../../src/domain/shard.ts';
 import { query } from '../../src/store/db.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { createNotificationEndpoint } from '../../src/store/notifications.ts';
-import { claimRuns, type ClaimedRun } from '../../src/store/queue/claim-runs.ts';
+import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { finishRuns } from '../../src/store/queue/finish-runs.ts';
 import { reapExpiredLeases, releaseLeases } from '../../src/store/queue/reap-leases.ts';
 import { renewLeases, unclaimRuns } from '../../src/store/queue/renew-leases.ts';
 import { WITH_CITUS } from '../support/databases.ts';
 import { createTestTenantIn, FAILED_500, openTestStore, T0, testJobSpec, testOutcome, type TestStore } from '../support/store.ts';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 
 const TENANT_TABLES = new Set(['tenants', 'jobs', 'runs', 'attempts', 'notification_endpoints', 'api_keys', 'signing_secrets', 'idempotency_keys']);
 type PlanNode = { 'Node Type': string; 'Relation Name'?: string; 'Index Cond'?: string; 'Recheck Cond'?: string; Filter?: string; Plans?: PlanNode[] };

@@ -134,7 +134,7 @@ const jobBody = (url: string, over: Record<string, unknown> = {}) => ({
 
 /** A clock `offsetMs` ahead of the wall clock; `offsetMs` may be moved. */
 function shiftedClock(): Clock & { offsetMs: number } {
-  const c = { offsetMs: 0, now: () => Date.now() + c.offsetMs };
+  const c = { ...systemClock, offsetMs: 0, now: () => Date.now() + c.offsetMs };
   return c;
 }
 

@@ -171,7 +171,11 @@ export interface paths {
                 content: {
                     "application/json": {
                         name: string;
-                        /** Format: date-time */
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied
+                         * @example 2026-12-01T09:00:00.000Z
+                         */
                         expiresAt?: string;
                     };
                 };
@@ -1289,7 +1293,9 @@ export interface paths {
                 query?: {
                     status?: "scheduled" | "running" | "retrying" | "succeeded" | "failed" | "expired" | "skipped" | "canceled";
                     jobId?: string;
+                    /** @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied */
                     since?: string;
+                    /** @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied */
                     until?: string;
                     limit?: number;
                     cursor?: string;
@@ -2150,6 +2156,7 @@ export interface components {
             type: "once";
             /**
              * Format: date-time
+             * @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied
              * @example 2026-12-01T09:00:00.000Z
              */
             at: string;
@@ -2163,11 +2170,13 @@ export interface components {
             everyMs: number;
             /**
              * Format: date-time
+             * @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied
              * @example 2026-12-01T09:00:00.000Z
              */
             startAt?: string;
             /**
              * Format: date-time
+             * @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied
              * @example 2026-12-01T09:00:00.000Z
              */
             endAt?: string;
@@ -2182,11 +2191,13 @@ export interface components {
             timezone?: string;
             /**
              * Format: date-time
+             * @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied
              * @example 2026-12-01T09:00:00.000Z
              */
             startAt?: string;
             /**
              * Format: date-time
+             * @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied
              * @example 2026-12-01T09:00:00.000Z
              */
             endAt?: string;
@@ -2315,14 +2326,10 @@ export interface components {
             schedule?: components["schemas"]["Schedule"];
             callback?: {
                 url?: string;
-                /**
-                 * @default POST
-                 * @enum {string}
-                 */
+                /** @enum {string} */
                 method?: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
                 /**
                  * @description At most 20. Names are RFC 9110 tokens; reserved names (host, content-length, content-type, user-agent, expect, hop-by-hop: connection, keep-alive, proxy-*, te, trailer, transfer-encoding, upgrade; webhook-*, chime-*) are refused, and Authorization when callback.authToken is set. Values are visible ASCII with spaces and tabs inside (RFC 9110 §5.5).
-                 * @default {}
                  * @example {
                  *       "X-Team": "ops"
                  *     }
@@ -2331,13 +2338,7 @@ export interface components {
                     [key: string]: string;
                 };
                 authToken?: string | null;
-                /**
-                 * @default [
-                 *       "2xx"
-                 *     ]
-                 */
                 successStatusCodes?: (number | string)[];
-                /** @default 10000 */
                 timeoutMs?: number;
             };
             payload?: unknown;

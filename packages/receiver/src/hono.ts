@@ -17,7 +17,7 @@
  */
 import type { MiddlewareHandler } from 'hono';
 import type { VerifiedWebhook } from './result.ts';
-import { checkVerifyAllOptions, verifyAll, type VerifyAllOptions } from './verify-all.ts';
+import { checkVerifyAllOptions, helperUrl, verifyAll, type VerifyAllOptions } from './verify-all.ts';
 
 /**
  * Options of `chimeWebhook`: those of `verifyAll` (`secrets`; `jwksUrl` or `jwks` to verify `Chime-Signature` too;
@@ -25,8 +25,9 @@ import { checkVerifyAllOptions, verifyAll, type VerifyAllOptions } from './verif
  */
 export type ChimeWebhookOptions = Omit<VerifyAllOptions, 'nowMs'> & {
   /**
-   * The URL this route is called at, exactly as the job's `callback.url` says (the JWT's `sub`). Default: the
-   * request URL as the server sees it (`c.req.url`); set it behind a proxy or TLS terminator, where that differs.
+   * The URL this route is called at, exactly as the job's `callback.url` says (the JWT's `sub`). Required with
+   * `jwksUrl` or `jwks`: the request URL the server sees (`c.req.url`, built from the `Host` header on Node) is the
+   * caller's to choose, so a callback captured on its way to another receiver of the same path would pass.
    */
   url?: string | URL;
 };
@@ -42,14 +43,14 @@ export type ChimeWebhookEnv = { Variables: ChimeWebhookVariables };
  * timestamp })` and calls the next handler, or answers `401` with JSON `{ "reason": "…" }` (the reasons of
  * `verifyWebhook` and `verifyChimeSignature`). A non-2xx answer makes Chime retry the attempt.
  *
- * @throws TypeError at once, when made, on a configuration error (no or a malformed secret, a bad `jwksUrl`)
+ * @throws TypeError at once, when made, on a configuration error (no or a malformed secret, a bad `jwksUrl`, no
+ *   `url` with `jwksUrl` or `jwks`, a `url` that is not an absolute http(s) URL)
  */
 export function chimeWebhook(opts: ChimeWebhookOptions): MiddlewareHandler<ChimeWebhookEnv> {
-  checkVerifyAllOptions(opts);
-  const configuredUrl = opts.url === undefined ? undefined : String(opts.url);
+  const url = helperUrl('chimeWebhook', opts?.url, checkVerifyAllOptions(opts));
   return async (c, next) => {
     const body = await c.req.text();
-    const result = await verifyAll({ headers: c.req.raw.headers, body, url: configuredUrl ?? c.req.url }, opts);
+    const result = await verifyAll({ headers: c.req.raw.headers, body, url }, opts);
     if (!result.ok) return c.json({ reason: result.reason }, 401);
     c.set('chimeWebhook', result);
     await next();

@@ -17,7 +17,7 @@
  * `NodeResponseLike`), which Node's `IncomingMessage`/`ServerResponse` and Express's `Request`/`Response` satisfy.
  */
 import type { VerifiedWebhook } from './result.ts';
-import { checkVerifyAllOptions, verifyAll, type VerifyAllOptions } from './verify-all.ts';
+import { checkVerifyAllOptions, helperUrl, verifyAll, type VerifyAllOptions } from './verify-all.ts';
 
 /** A readable body stream as `readRawBody` uses it: Node's `IncomingMessage`, any `stream.Readable`. */
 export interface BodyStreamLike {
@@ -29,12 +29,6 @@ export interface BodyStreamLike {
 export interface NodeRequestLike extends BodyStreamLike {
   /** Lower-case header names, as Node gives them. */
   headers: Record<string, string | string[] | undefined>;
-  /** The request target (path and query). */
-  url?: string;
-  /** Express: the request target before routing stripped a mount path. */
-  originalUrl?: string;
-  /** Express: `http` or `https` (honouring `trust proxy`). */
-  protocol?: string;
   /** What a body parser left: a Buffer or string from `express.raw()`/`express.text()` is used as the raw body. */
   body?: unknown;
   /** Node: true once the body stream has been read to its end (by a body parser, say). */
@@ -101,9 +95,9 @@ export function readRawBody(req: BodyStreamLike, opts: ReadRawBodyOptions = {}):
 export type ExpressWebhookOptions = Omit<VerifyAllOptions, 'nowMs'> &
   ReadRawBodyOptions & {
     /**
-     * The URL this route is called at, exactly as the job's `callback.url` says (the JWT's `sub`). Default:
-     * `${req.protocol ?? 'http'}://${Host header}${req.originalUrl ?? req.url}`; set it behind a proxy or TLS
-     * terminator, where that differs.
+     * The URL this route is called at, exactly as the job's `callback.url` says (the JWT's `sub`). Required with
+     * `jwksUrl` or `jwks`: a URL built from the request (its `Host` header) is the caller's to choose, so a callback
+     * captured on its way to another receiver of the same path would pass.
      */
     url?: string | URL;
   };
@@ -119,13 +113,13 @@ export type ExpressWebhookOptions = Omit<VerifyAllOptions, 'nowMs'> &
  * Mount it before any JSON body parser on its route: a parsed body can no longer be verified, and
  * `next(TypeError)` says so.
  *
- * @throws TypeError at once, when made, on a configuration error (no or a malformed secret, a bad `jwksUrl`)
+ * @throws TypeError at once, when made, on a configuration error (no or a malformed secret, a bad `jwksUrl`, no
+ *   `url` with `jwksUrl` or `jwks`, a `url` that is not an absolute http(s) URL)
  */
 export function expressWebhook(
   opts: ExpressWebhookOptions,
 ): (req: NodeRequestLike, res: NodeResponseLike, next: (err?: unknown) => void) => Promise<void> {
-  checkVerifyAllOptions(opts);
-  const configuredUrl = opts.url === undefined ? undefined : String(opts.url);
+  const url = helperUrl('expressWebhook', opts?.url, checkVerifyAllOptions(opts));
   return async (req, res, next) => {
     let body: string;
     try {
@@ -141,7 +135,7 @@ export function expressWebhook(
     }
     let result;
     try {
-      result = await verifyAll({ headers: req.headers, body, url: configuredUrl ?? requestUrl(req) }, opts);
+      result = await verifyAll({ headers: req.headers, body, url }, opts);
     } catch (err) {
       return next(err);
     }
@@ -150,12 +144,6 @@ export function expressWebhook(
     req.rawBody = body;
     next();
   };
-}
-
-/** The URL the request was made to, as far as the server can tell. */
-function requestUrl(req: NodeRequestLike): string {
-  const host = req.headers.host;
-  return `${req.protocol ?? 'http'}://${Array.isArray(host) ? host[0] : (host ?? 'localhost')}${req.originalUrl ?? req.url ?? '/'}`;
 }
 
 function answer(res: NodeResponseLike, status: number, reason: string): void {

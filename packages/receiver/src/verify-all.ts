@@ -56,3 +56,31 @@ export function checkVerifyAllOptions(opts: VerifyAllOptions): boolean {
   if (withJwt) keySetOf(opts);
   return withJwt;
 }
+
+/**
+ * The `url` option of a framework helper (`chimeWebhook`, `expressWebhook`), checked when the helper is made. It is
+ * required whenever `Chime-Signature` is verified (a JWKS is given): the URL a server sees is built from the request's
+ * own `Host` header, so a callback captured on the way to one receiver, replayed within the tolerance to another
+ * receiver serving the same path with `Host` set to the first, would pass the JWT's URL binding.
+ * @param helper the helper's name, for the message
+ * @param withJwt whether a JWKS is given (`checkVerifyAllOptions`)
+ * @returns the URL as a string, or undefined when no JWKS is given (then the URL is not checked)
+ * @throws TypeError when a JWKS is given without `url`, or `url` is not an absolute http(s) URL
+ */
+export function helperUrl(helper: string, url: string | URL | undefined, withJwt: boolean): string | undefined {
+  if (url === undefined || url === '') {
+    if (!withJwt) return undefined;
+    throw new TypeError(
+      `${helper}: the url option is required with jwksUrl or jwks: the URL this route is called at, exactly as the job's callback.url ` +
+        `(the Host header of a request cannot be trusted to say it)`,
+    );
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(String(url));
+  } catch {
+    throw new TypeError(`${helper}: the url option must be an absolute URL, not ${JSON.stringify(String(url))}`);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new TypeError(`${helper}: the url option must be an http or https URL`);
+  return String(url);
+}

@@ -6,16 +6,16 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { ofTenant } from '../../store/tenant-scope.ts';
 import type { JobSpec } from '../../domain/job.ts';
 import type { Db } from '../../store/db.ts';
-import { activeJobsRoom, insertJobs, QuotaExceededError } from '../../store/jobs.ts';
+import { activeJobsRoom, createJobs, JobKeyTakenError, QuotaExceededError } from '../../store/jobs.ts';
 import { and, eq, inArray } from 'drizzle-orm';
 import { jobs } from '../../store/schema.ts';
 import type { AppEnv } from '../env.ts';
-import { resolveOncePerHost, toJobSpec } from '../job-input.ts';
+import { jobBodyErrors, resolveOncePerHost, toJobSpec } from '../job-input.ts';
 import { unstorableFields } from '../json-guard.ts';
-import { ApiError, problemBody, schemaFieldErrors } from '../problems.ts';
+import { ApiError, problemBody } from '../problems.ts';
 import { JobBodySchema, JobSchema, ProblemSchema } from '../schemas.ts';
 import { jobView } from '../views.ts';
-import { creationLimits, isUniqueViolation, problemResponses } from './common.ts';
+import { creationLimits, problemResponses } from './common.ts';
 
 /** Most jobs in one batch. */
 export const MAX_BATCH_JOBS = 1000;
@@ -57,7 +57,7 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
         }
         const parsed = JobBodySchema.safeParse(item);
         if (!parsed.success) {
-          const errors = schemaFieldErrors(parsed.error.issues);
+          const errors = await jobBodyErrors(item, itemDeps, now);
           results[index] = { status: 400, problem: problem('validation', errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors) };
           continue;
         }
@@ -97,12 +97,13 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
           for (const v of valid.splice(Math.min(room, valid.length))) {
             results[v.index] = { status: 409, problem: problem('quota_exceeded', new QuotaExceededError(maxActiveJobs, room).message) };
           }
-          return insertJobs({ ...deps.store, db: tx }, tenantId, valid.map((v) => v.spec), now);
+          return createJobs({ ...deps.store, db: tx }, tenantId, valid.map((v) => v.spec), now);
         });
         created.forEach((job, i) => (results[valid[i]!.index] = { status: 201, job: jobView(job) }));
       } catch (err) {
-        if (!isUniqueViolation(err)) throw err;
-        throw new ApiError('conflict', 'a key of this batch was taken concurrently; nothing was committed, retry the batch');
+        // One of the batch's keys (all checked free before) was taken meanwhile: the store says so, the app maps it.
+        if (err instanceof JobKeyTakenError) throw new JobKeyTakenError(null);
+        throw err;
       }
       return c.json({ results: results as Result[] }, 200);
     },

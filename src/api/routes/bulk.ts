@@ -9,7 +9,7 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { isUuid } from '../../domain/ids.ts';
 import { JOB_STATUSES } from '../../domain/states.ts';
-import { BulkLimitError, bulkJobAction, dismissDeadLetter, MAX_BULK_JOBS, MAX_REPLAY_PER_CALL, replayDeadLetters } from '../../store/bulk.ts';
+import { bulkJobAction, dismissDeadLetter, MAX_BULK_JOBS, MAX_REPLAY_PER_CALL, replayDeadLetters } from '../../store/bulk.ts';
 import type { JobFilter } from '../../store/job-filter.ts';
 import type { AppEnv } from '../env.ts';
 import { emptyBody } from '../json-guard.ts';
@@ -135,15 +135,8 @@ export function bulkRoutes(): OpenAPIHono<AppEnv> {
       if (Object.keys(filter).length === 0) {
         throw validationError([{ path: 'filter', message: 'name at least one of jobIds, status, q, metadata (non-empty): an empty filter would match every job' }]);
       }
-      try {
-        const maxJobs = c.var.deps.config.maxBulkJobs ?? MAX_BULK_JOBS;
-        return c.json(await bulkJobAction(c.var.deps.store, c.var.tenantId, action, filter, { maxJobs }), 200);
-      } catch (err) {
-        if (err instanceof BulkLimitError) {
-          throw validationError([{ path: 'filter', message: `matches ${err.matched} jobs; at most ${err.max} per call: narrow it (nothing was changed)` }]);
-        }
-        throw err;
-      }
+      const maxJobs = c.var.deps.config.maxBulkJobs ?? MAX_BULK_JOBS;
+      return c.json(await bulkJobAction(c.var.deps.store, c.var.tenantId, action, filter, { maxJobs }), 200);
     },
   );
   return app;

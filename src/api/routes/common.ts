@@ -25,11 +25,3 @@ export function errorCodes(err: unknown): string[] {
   return errorChain(err).flatMap((e) => (e.code !== undefined ? [String(e.code)] : []));
 }
 
-/** True for PostgreSQL's unique_violation (SQLSTATE 23505), from either driver, and for Citus's report of one. */
-export function isUniqueViolation(err: unknown): boolean {
-  return (
-    errorCodes(err).includes('23505') ||
-    // Citus reports a shard's unique violation in an INSERT … SELECT through the coordinator as XX000, with PostgreSQL's text.
-    errorChain(err).some((e) => e.code === 'XX000' && /^duplicate key value violates unique constraint/.test(String(e.message)))
-  );
-}

@@ -20,11 +20,12 @@ import { createJob } from '../../store/jobs.ts';
 import { listRuns } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
 import { emptyBody } from '../json-guard.ts';
-import { toJobSpec } from '../job-input.ts';
+import { everyFieldHook } from '../every-field-hook.ts';
+import { jobRuleErrors, toJobSpec, validFields } from '../job-input.ts';
 import { ApiError, validationError, type FieldError } from '../problems.ts';
 import type { JobBody } from '../schemas.ts';
 import { creationLimits, problemResponses } from './common.ts';
-import { startRun, withStateErrors } from './job-lifecycle.ts';
+import { startRun } from './job-lifecycle.ts';
 import { findJob } from './jobs.ts';
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
@@ -106,6 +107,12 @@ export function compatRoutes(): OpenAPIHono<AppEnv> {
       const job = await createJob(deps.store, c.var.tenantId, spec, now, creationLimits(deps));
       return c.json({ jobId: job.id }, 201);
     },
+    // A bad timeout and a cron expression that never fires: one 400 naming both, as /v1 does.
+    everyFieldHook(CompatJobBody, async (raw, c) => {
+      const ok = validFields(CompatJobBody.shape, raw);
+      const partial = { schedule: ok.cronExpr === undefined ? undefined : { type: 'cron', expression: ok.cronExpr }, callback: { url: ok.handlerUrl } };
+      return compatFieldErrors(await jobRuleErrors(partial, c.var.deps, c.var.deps.store.clock.now()));
+    }),
   );
 
   app.openapi(
@@ -163,7 +170,7 @@ export function compatRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const job = await findJob(c);
       const { paused } = c.req.valid('json');
-      const updated = await withStateErrors(() => updateJob(c.var.deps.store, c.var.tenantId, job.id, { paused }));
+      const updated = await updateJob(c.var.deps.store, c.var.tenantId, job.id, { paused });
       return c.json({ jobId: job.id, paused: updated!.status === JOB_STATUS.paused }, 200);
     },
   );

@@ -4,32 +4,35 @@
  */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { resolveRetryPolicy } from '../../domain/retry.ts';
-import { normalizeSchedule, scheduleIssues } from '../../domain/schedule.ts';
+import { normalizeSchedule } from '../../domain/schedule.ts';
 import type { CallbackSpec } from '../../domain/job.ts';
 import { isUuid } from '../../domain/ids.ts';
-import { cancelJob, JobStateError, triggerRun, updateJob, type JobChanges } from '../../store/job-lifecycle.ts';
-import { createJob, getJobByKey } from '../../store/jobs.ts';
+import { cancelJob, triggerRun, updateJob, type JobChanges } from '../../store/job-lifecycle.ts';
+import { createJob, getJobByKey, JobKeyTakenError, type JobRow } from '../../store/jobs.ts';
 import { getRun } from '../../store/runs.ts';
 import type { Context } from 'hono';
-import type { AppEnv } from '../env.ts';
+import type { AppDeps, AppEnv } from '../env.ts';
 import type { RunTrigger } from '../../domain/states.ts';
 import { sha256Hex } from '../../store/credentials.ts';
 import { triggerRunIdempotently } from '../../store/idempotency.ts';
 import { emptyBody } from '../json-guard.ts';
-import { toJobSpec, validateCallback } from '../job-input.ts';
+import { everyFieldHook } from '../every-field-hook.ts';
+import { fieldOf, jobRuleErrors, scheduleFieldErrors, toJobSpec, validateCallback, validFields } from '../job-input.ts';
 import { ApiError, validationError, type FieldError } from '../problems.ts';
-import { AuthTokenSchema, CallbackSchema, IdempotencyKeyHeaders, JobBodySchema, JobKeySchema, JobSchema, RetrySchema, ScheduleSchema, MAX_JITTER_MS, MAX_RELEVANCY_WINDOW_MS, MAX_METADATA_PAIRS, MAX_PAUSE_AFTER_FAILURES } from '../schemas.ts';
+import { CallbackPatchSchema, IdempotencyKeyHeaders, JobBodySchema, JobKeySchema, JobSchema, RetrySchema, ScheduleSchema, MAX_JITTER_MS, MAX_RELEVANCY_WINDOW_MS, MAX_METADATA_PAIRS, MAX_PAUSE_AFTER_FAILURES } from '../schemas.ts';
 import { jobView } from '../views.ts';
-import { creationLimits, isUniqueViolation, problemResponses } from './common.ts';
+import { creationLimits, problemResponses } from './common.ts';
 import { findJob } from './jobs.ts';
 import { CATCH_UP_POLICIES, DELIVERY_MODES, OVERLAP_POLICIES } from '../../domain/states.ts';
+
+type CallbackPatch = z.infer<typeof CallbackPatchSchema>;
 
 const JobPatchSchema = z
   .strictObject({
     paused: z.boolean().optional(),
     name: z.string().min(1).max(200).nullable().optional(),
     schedule: ScheduleSchema.optional(),
-    callback: CallbackSchema.partial().extend({ authToken: AuthTokenSchema.nullable().optional() }).optional(),
+    callback: CallbackPatchSchema.optional(),
     payload: z.unknown().optional(),
     retry: RetrySchema.optional(),
     relevancyWindowMs: z.number().int().min(0).max(MAX_RELEVANCY_WINDOW_MS).nullable().optional(),
@@ -61,28 +64,29 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
       const job = await findJob(c);
       const body = c.req.valid('json');
       const now = deps.store.clock.now();
-      const errors: FieldError[] = [];
-      const changes: JobChanges = {};
-      if (body.schedule) {
-        for (const i of scheduleIssues(body.schedule, now)) errors.push({ path: `schedule.${i.path}`, message: i.message });
-        changes.schedule = normalizeSchedule(body.schedule, now);
-      }
-      if (body.callback) {
-        const { authToken, ...rest } = body.callback;
-        const merged = { ...(job.callback as CallbackSpec), ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) } as CallbackSpec;
-        const hasToken = authToken === undefined ? job.authTokenEnc !== null : authToken !== null;
-        errors.push(...(await validateCallback(merged, hasToken, body.payload ?? job.payload, deps)));
-        changes.callback = merged;
-        if (authToken !== undefined) changes.authToken = authToken;
-      }
+      const errors = await patchRuleErrors(body, job, deps, now);
       if (errors.length > 0) throw validationError(errors);
+      const changes: JobChanges = {};
+      if (body.schedule) changes.schedule = normalizeSchedule(body.schedule, now);
+      if (body.callback) {
+        changes.callback = patchedCallback(job, body.callback).callback;
+        if (body.callback.authToken !== undefined) changes.authToken = body.callback.authToken;
+      }
       if (body.retry) changes.retry = resolveRetryPolicy({ ...(job.retry as object), ...body.retry });
       for (const k of ['paused', 'name', 'payload', 'relevancyWindowMs', 'deliveryMode', 'overlapPolicy', 'catchUp', 'jitterMs', 'metadata', 'pauseAfterFailures'] as const) {
         if (body[k] !== undefined) (changes as Record<string, unknown>)[k] = body[k];
       }
-      const updated = await withStateErrors(() => updateJob(deps.store, c.var.tenantId, job.id, changes));
+      const updated = await updateJob(deps.store, c.var.tenantId, job.id, changes);
       return c.json(jobView(updated!), 200);
     },
+    // Bad fields and a schedule that never fires or a refused callback: one 400 naming them all, as on create.
+    everyFieldHook(JobPatchSchema, async (raw, c) => {
+      const job = await findJob(c).catch((err: unknown) => {
+        if (err instanceof ApiError) return null; // no such job: the rules that need it are left out
+        throw err;
+      });
+      return patchRuleErrors(raw, job, c.var.deps, c.var.deps.store.clock.now());
+    }),
   );
 
   app.openapi(
@@ -149,11 +153,8 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
       const deps = c.var.deps;
       const { key } = c.req.valid('param');
       const body = c.req.valid('json');
-      if (body.key !== undefined && body.key !== key) {
-        throw validationError([{ path: 'key', message: `must be absent or equal the path's key "${key}"` }]);
-      }
       const now = deps.store.clock.now();
-      const spec = await toJobSpec({ ...body, key }, deps, now);
+      const spec = await toJobSpec({ ...body, key }, deps, now, keyMismatch(body.key, key));
       for (let attempt = 0; attempt < 2; attempt++) {
         const existing = await getJobByKey(deps.store, c.var.tenantId, key);
         if (existing) {
@@ -164,13 +165,60 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
         try {
           return c.json(jobView(await createJob(deps.store, c.var.tenantId, spec, now, creationLimits(deps))), 201);
         } catch (err) {
-          if (!isUniqueViolation(err)) throw err; // a concurrent PUT created it: replace that one
+          if (!(err instanceof JobKeyTakenError)) throw err; // a concurrent PUT created it: replace that one
         }
       }
       throw new ApiError('conflict', `the job with key "${key}" is being changed concurrently; retry`);
     },
+    // A bad key in the path and bad fields in the body: one 400 naming them all.
+    everyFieldHook(JobBodySchema, async (raw, c) => {
+      const pathKey = JobKeySchema.safeParse(c.req.param('key'));
+      const known = pathKey.success ? keyMismatch(fieldOf(raw, 'key'), pathKey.data) : [];
+      return [...known, ...(await jobRuleErrors(raw, c.var.deps, c.var.deps.store.clock.now()))];
+    }),
   );
   return app;
+}
+
+/** The body's `key` of a `PUT /v1/jobs/by-key/:key`, which must be absent or the path's. */
+function keyMismatch(bodyKey: unknown, pathKey: string): FieldError[] {
+  return bodyKey !== undefined && bodyKey !== pathKey ? [{ path: 'key', message: `must be absent or equal the path's key "${pathKey}"` }] : [];
+}
+
+/**
+ * A job's callback with a PATCH's fields applied: the fields given replace the job's; `hasToken` tells whether the
+ * callback will carry an auth token (`authToken: null` removes it).
+ */
+function patchedCallback(job: JobRow, patch: CallbackPatch): { callback: CallbackSpec; hasToken: boolean } {
+  const { authToken, ...rest } = patch;
+  const changed = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+  return {
+    callback: { ...(job.callback as CallbackSpec), ...changed } as CallbackSpec,
+    hasToken: authToken === undefined ? job.authTokenEnc !== null : authToken !== null,
+  };
+}
+
+/**
+ * The problems of a PATCH body beyond its schema, in every part of it that its own schema accepts: the schedule must
+ * fire (`scheduleIssues`), and a changed callback, applied to the job's, must pass `validateCallback`.
+ * @param raw the body as sent (anything), or the parsed body
+ * @param job the job patched; null when there is none (then only the patch's own callback fields are checked)
+ * @param nowMs the time of the change (epoch ms)
+ */
+async function patchRuleErrors(raw: unknown, job: JobRow | null, deps: AppDeps, nowMs: number): Promise<FieldError[]> {
+  const schedule = ScheduleSchema.safeParse(fieldOf(raw, 'schedule'));
+  const errors = schedule.success ? scheduleFieldErrors(schedule.data, nowMs) : [];
+  if (fieldOf(raw, 'callback') !== undefined) {
+    const patch = validFields(CallbackPatchSchema.shape, fieldOf(raw, 'callback'));
+    const payload = fieldOf(raw, 'payload') ?? job?.payload;
+    if (job) {
+      const { callback, hasToken } = patchedCallback(job, patch);
+      errors.push(...(await validateCallback(callback, hasToken, payload, deps)));
+    } else {
+      errors.push(...(await validateCallback(patch, Boolean(patch.authToken), payload, deps)));
+    }
+  }
+  return errors;
 }
 
 /**
@@ -184,23 +232,14 @@ export async function startRun(c: Context<AppEnv>, jobId: string, trigger: RunTr
   const { store } = c.var.deps;
   const key = c.req.header('idempotency-key');
   if (!key) {
-    const runId = await withStateErrors(() => triggerRun(store, c.var.tenantId, jobId, trigger, replayOf));
+    const runId = await triggerRun(store, c.var.tenantId, jobId, trigger, replayOf);
     if (!runId) throw new ApiError('not_found', `no job ${jobId}`);
     return runId;
   }
   const requestHash = sha256Hex(`${c.req.method} ${c.req.path}`);
-  const r = await withStateErrors(() => triggerRunIdempotently(store, c.var.tenantId, key, requestHash, jobId, trigger, replayOf));
+  const r = await triggerRunIdempotently(store, c.var.tenantId, key, requestHash, jobId, trigger, replayOf);
   if (r.kind === 'not_found') throw new ApiError('not_found', `no job ${jobId}`);
   if (r.kind === 'mismatch') throw new ApiError('conflict', 'this Idempotency-Key was used with another request in the last 24 h');
   return r.runId;
 }
 
-/** Runs `fn`, turning a refused lifecycle change (JobStateError) into a `409` problem. */
-export async function withStateErrors<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof JobStateError) throw new ApiError('conflict', err.message);
-    throw err;
-  }
-}

@@ -7,12 +7,13 @@ import { sha256Hex } from '../../store/credentials.ts';
 import { createJobIdempotently } from '../../store/idempotency.ts';
 import { listRuns } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
-import { toJobSpec } from '../job-input.ts';
+import { everyFieldHook } from '../every-field-hook.ts';
+import { jobRuleErrors, toJobSpec } from '../job-input.ts';
 import { metadataFilter, parseMetadataFilter, SearchQueryField } from '../job-search.ts';
 import { ApiError, schemaFieldErrors, validationError } from '../problems.ts';
 import { IdempotencyKeyHeaders, JobBodySchema, JobKeySchema, JobSchema, PageQuery, RunSchema } from '../schemas.ts';
 import { jobView, runView } from '../views.ts';
-import { creationLimits, isUniqueViolation, problemResponses } from './common.ts';
+import { creationLimits, problemResponses } from './common.ts';
 
 const JobIdParam = z.object({ jobId: z.string().openapi({ param: { name: 'jobId', in: 'path' } }) });
 
@@ -40,19 +41,16 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
       const body = c.req.valid('json');
       const spec = await toJobSpec(body, deps, now);
       const idempotencyKey = c.req.valid('header')['idempotency-key'];
-      try {
-        if (idempotencyKey) {
-          const r = await createJobIdempotently(deps.store, c.var.tenantId, idempotencyKey, sha256Hex(JSON.stringify(body)), spec, now, creationLimits(deps));
-          if (r.kind === 'mismatch') throw new ApiError('conflict', 'this Idempotency-Key was used with another request body in the last 24 h');
-          return c.json(jobView(r.job), r.kind === 'created' ? 201 : 200);
-        }
-        const job = await createJob(deps.store, c.var.tenantId, spec, now, creationLimits(deps));
-        return c.json(jobView(job), 201);
-      } catch (err) {
-        if (isUniqueViolation(err)) throw new ApiError('conflict', `a job with key "${spec.key}" exists; use PUT /v1/jobs/by-key/:key to replace it`);
-        throw err;
+      if (idempotencyKey) {
+        const r = await createJobIdempotently(deps.store, c.var.tenantId, idempotencyKey, sha256Hex(JSON.stringify(body)), spec, now, creationLimits(deps));
+        if (r.kind === 'mismatch') throw new ApiError('conflict', 'this Idempotency-Key was used with another request body in the last 24 h');
+        return c.json(jobView(r.job), r.kind === 'created' ? 201 : 200);
       }
+      const job = await createJob(deps.store, c.var.tenantId, spec, now, creationLimits(deps));
+      return c.json(jobView(job), 201);
     },
+    // A bad Idempotency-Key, bad fields and a schedule that never fires: one 400 naming them all.
+    everyFieldHook(JobBodySchema, (raw, c) => jobRuleErrors(raw, c.var.deps, c.var.deps.store.clock.now())),
   );
 
   app.openapi(

@@ -8,7 +8,6 @@ import { isUuid } from '../../domain/ids.ts';
 import {
   createNotificationEndpoint,
   deleteNotificationEndpoint,
-  EndpointLimitError,
   getNotificationEndpoint,
   listDeliveries,
   listNotificationEndpoints,
@@ -107,13 +106,8 @@ export function notificationRoutes(): OpenAPIHono<AppEnv> {
       const body = c.req.valid('json');
       const refused = await destinationIssue(body.url, c.var.deps);
       if (refused) throw validationError([{ path: 'url', message: refused }]);
-      try {
-        const row = await createNotificationEndpoint(c.var.deps.store, c.var.tenantId, { url: body.url, events: body.events, description: body.description ?? null });
-        return c.json(endpointView(row), 201);
-      } catch (err) {
-        if (err instanceof EndpointLimitError) throw new ApiError('conflict', err.message);
-        throw err;
-      }
+      const row = await createNotificationEndpoint(c.var.deps.store, c.var.tenantId, { url: body.url, events: body.events, description: body.description ?? null });
+      return c.json(endpointView(row), 201);
     },
   );
 

@@ -3,6 +3,7 @@
  * `/v1/api-keys`, `POST /v1/signing-secrets/rotate`.
  */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
 import { isUuid } from '../../domain/ids.ts';
 import { timingSafeEqualStrings } from '../../store/credentials.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../store/api-keys.ts';
@@ -11,6 +12,8 @@ import { createTenant, getTenant } from '../../store/tenants.ts';
 import type { AppEnv } from '../env.ts';
 import { emptyBody } from '../json-guard.ts';
 import { ApiError } from '../problems.ts';
+import { InstantSchema } from '../schemas.ts';
+import { FailedAttempts, UNKNOWN_ADDRESS } from '../rate-limit.ts';
 import { problemResponses } from './common.ts';
 
 export const TenantSchema = z.object({ tenantId: z.string(), name: z.string(), createdAt: z.string() }).openapi('Tenant');
@@ -25,6 +28,8 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 /** Routes that authenticate themselves (the admin token or open signup): mounted before the API key check. */
 export function signupRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
+  // Failed admin-token attempts per client address, for as long as this app lives.
+  const adminFailures = new FailedAttempts();
   app.openapi(
     createRoute({
       method: 'post',
@@ -42,17 +47,37 @@ export function signupRoutes(): OpenAPIHono<AppEnv> {
     }),
     async (c) => {
       const { config, store } = c.var.deps;
-      if (config.signup !== 'open') {
-        const presented = bearer(c.req.header('authorization'));
-        if (!config.adminToken || !presented || !timingSafeEqualStrings(presented, config.adminToken)) {
-          throw new ApiError('unauthorized', 'creating a tenant needs the admin token (CHIME_ADMIN_TOKEN)', undefined, { 'www-authenticate': 'Bearer' });
-        }
-      }
+      if (config.signup !== 'open') requireAdminToken(c, adminFailures);
       const { tenant, apiKey, signingSecret } = await createTenant(store, c.req.valid('json').name);
       return c.json({ tenant: { ...tenant, createdAt: tenant.createdAt.toISOString() }, apiKey, signingSecret }, 201);
     },
   );
   return app;
+}
+
+/**
+ * The admin-token check (`POST /v1/tenants` is the only route that takes the token). An address whose failed attempts
+ * spent its budget (`FailedAttempts`, rate-limit.ts) is refused before its token is looked at; a missing or wrong
+ * token counts against its address. Each refusal goes to `deps.onSecurityWarning` with the client address, never the
+ * token presented.
+ * @throws ApiError `rate_limited` (429, with Retry-After in seconds) or `unauthorized` (401)
+ */
+function requireAdminToken(c: Context<AppEnv>, failures: FailedAttempts): void {
+  const { config, store, clientAddress, onSecurityWarning } = c.var.deps;
+  const address = clientAddress?.(c) ?? UNKNOWN_ADDRESS;
+  const nowMs = store.clock.now();
+  const allowed = failures.check(address, nowMs);
+  if (!allowed.ok) {
+    const wait = allowed.retryAfterSeconds;
+    onSecurityWarning?.({ clientAddress: address, path: c.req.path, retryAfterSeconds: wait }, 'admin token attempt refused: too many failed attempts from this address');
+    throw new ApiError('rate_limited', `too many failed admin-token attempts from this address; retry in ${wait} s`, undefined, { 'retry-after': String(wait) });
+  }
+  const presented = bearer(c.req.header('authorization'));
+  if (config.adminToken && presented && timingSafeEqualStrings(presented, config.adminToken)) return;
+  failures.fail(address, nowMs);
+  const reason = !presented ? 'no bearer token' : config.adminToken ? 'wrong token' : 'no admin token is configured';
+  onSecurityWarning?.({ clientAddress: address, path: c.req.path, reason }, 'admin token refused');
+  throw new ApiError('unauthorized', 'creating a tenant needs the admin token (CHIME_ADMIN_TOKEN)', undefined, { 'www-authenticate': 'Bearer' });
 }
 
 /** Routes of the authenticated tenant. */
@@ -78,7 +103,7 @@ export function tenantRoutes(): OpenAPIHono<AppEnv> {
       path: '/v1/api-keys',
       summary: 'Create an API key (the key is shown once)',
       request: {
-        body: { required: true, content: { 'application/json': { schema: z.strictObject({ name: z.string().min(1).max(200), expiresAt: z.iso.datetime({ offset: true }).optional() }) } } },
+        body: { required: true, content: { 'application/json': { schema: z.strictObject({ name: z.string().min(1).max(200), expiresAt: InstantSchema.optional() }) } } },
       },
       responses: {
         201: { description: 'The key', content: { 'application/json': { schema: ApiKeySchema.extend({ key: z.string() }) } } },

@@ -14,16 +14,15 @@ import { RUNS_CHANNEL } from '../../store/db.ts';
 import { releaseLeases } from '../../store/queue/reap-leases.ts';
 import { unclaimRuns } from '../../store/queue/renew-leases.ts';
 import { performAttempt } from '../attempt.ts';
-import { DISPATCHER_DEFAULTS } from '../defaults.ts';
+import { DISPATCHER_DEFAULTS, ENGINE_LIMITS, OUTCOME_WRITER_DEFAULTS } from '../defaults.ts';
 import type { Deliver } from '../deliver.ts';
 import type { Keyring } from '../keyring.ts';
 import { createDispatchMetrics, type DispatchMetrics } from '../metrics.ts';
-import { Wakeup } from '../wakeup.ts';
+import { Wakeup } from '../engine/wakeup.ts';
 import { createClaimPacer } from '../engine/claim-pacer.ts';
 import { createLeaseKeeper } from '../engine/lease-keeper.ts';
 import { createOutcomeWriter } from '../engine/outcome-writer.ts';
 import { createRunQueue } from '../engine/run-queue.ts';
-import { realSleep } from '../engine/sleep.ts';
 import { attemptDepsFor, recordAttemptMetrics } from './common.ts';
 
 export type DispatcherOptions = {
@@ -50,18 +49,6 @@ export type DispatcherOptions = {
 };
 
 export { DISPATCHER_DEFAULTS };
-/**
- * How long outcomes gather before they are written, in ms: one finish transaction per gathering instead of one per
- * callback. Each transaction costs a few statements whatever its size, so under steady traffic the longer gathering
- * pays (bench: 500 runs/s); a backlog fills batches sooner. The price: a run shows `running` that much longer, and a
- * crash loses that much more of what was delivered (re-sent at least once, failed at most once).
- */
-const FINISH_GATHER_MS = 100;
-/** Most outcomes written by one finish statement. */
-const FINISH_BATCH = 500;
-/** Least time `stop()` gives the last outcomes to be written, in ms, even when the grace period is spent. */
-const FINAL_FLUSH_MIN_MS = 2_000;
-
 export type DispatcherDeps = {
   database: Database;
   clock: Clock;
@@ -96,13 +83,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { database, clock, logger } = deps;
   const db = database.db;
   const metrics = deps.metrics ?? createDispatchMetrics(new Registry());
-  const wakeup = new Wakeup();
+  const wakeup = new Wakeup(clock);
   const writer = createOutcomeWriter({
     db,
     clock,
     logger,
-    sleep: realSleep,
-    options: { owner: o.owner, gatherMs: FINISH_GATHER_MS, batchSize: FINISH_BATCH, maxTries: Infinity, backoffMinMs: 100, backoffMaxMs: 5_000 },
+    options: { owner: o.owner, ...OUTCOME_WRITER_DEFAULTS },
     observeWrite: (s) => metrics.finishDuration.observe(s),
     // A retry is claimable only once its outcome is written: wake the pacer if it is due before its sleep ends.
     onWritten: (batch) => {
@@ -169,26 +155,23 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         logger.info({ runs: unsent.length }, 'stopping: gave back runs that were not sent yet');
       }
       const graceEndsAt = clock.now() + graceMs;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const graceOver = new Promise<'timeout'>((r) => {
-        timer = setTimeout(() => r('timeout'), graceMs);
-        endGrace = () => r('timeout');
-      });
-      const how = await Promise.race([queue.drained().then(() => 'done' as const), graceOver]);
-      clearTimeout(timer);
+      const graceEnd = new AbortController();
+      endGrace = () => graceEnd.abort();
+      const how = await Promise.race([queue.drained().then(() => 'done' as const), clock.sleep(graceMs, graceEnd.signal)]);
+      graceEnd.abort();
       const still = queue.inFlight().filter((r) => !queue.isReleased(r.runId));
-      if (how === 'timeout' && still.length > 0) {
+      if (how !== 'done' && still.length > 0) {
         queue.release(still.map((r) => r.runId));
         logger.warn({ runs: still.length }, 'shutdown grace over: releasing leases of callbacks still in flight');
         await releaseLeases(db, o.owner, still, clock.now()).catch((err) => logger.error({ err }, 'releasing leases failed'));
       }
-      // The outcomes get what is left of the grace period, at least FINAL_FLUSH_MIN_MS; a second signal ends it at
+      // The outcomes get what is left of the grace period, at least ENGINE_LIMITS.finalFlushMinMs; a second signal ends it at
       // once. A database that stays away must not hold the process: the reaper takes back what is not written.
       const flushEnd = new AbortController();
       endGrace = () => flushEnd.abort();
-      const flushTimer = setTimeout(() => flushEnd.abort(), Math.max(FINAL_FLUSH_MIN_MS, graceEndsAt - clock.now()));
+      void clock.sleep(Math.max(ENGINE_LIMITS.finalFlushMinMs, graceEndsAt - clock.now()), flushEnd.signal).then(() => flushEnd.abort());
       await writer.flushAll(flushEnd.signal);
-      clearTimeout(flushTimer);
+      flushEnd.abort();
       endGrace = null;
       metrics.inFlightSources.delete(inFlightByDestination);
       logger.info({ owner: o.owner }, 'dispatcher stopped');

@@ -17,13 +17,12 @@ import { SHARD_COUNT } from '../../domain/shard.ts';
 import { performAttempt } from '../attempt.ts';
 import type { Deliver } from '../deliver.ts';
 import type { Keyring } from '../keyring.ts';
-import { Wakeup } from '../wakeup.ts';
-import { createClaimPacer } from '../engine/claim-pacer.ts';
-import { createLeaseKeeper } from '../engine/lease-keeper.ts';
+import { Rotation } from '../../domain/fair-share.ts';
+import { claimBatch } from '../engine/claim-pacer.ts';
+import { reapOnce } from '../engine/lease-keeper.ts';
 import type { EngineLogger } from '../engine/logger.ts';
 import { createOutcomeWriter } from '../engine/outcome-writer.ts';
 import { createRunQueue } from '../engine/run-queue.ts';
-import { realSleep } from '../engine/sleep.ts';
 import { attemptDepsFor } from './common.ts';
 
 /**
@@ -88,7 +87,6 @@ export async function runTick(deps: TickDeps, limits: TickLimits): Promise<TickR
     db,
     clock,
     logger: log,
-    sleep: realSleep,
     options: { owner: deps.owner, gatherMs: 0, batchSize: limits.concurrency, maxTries: FINISH_TRIES, backoffMinMs: FINISH_RETRY_MS, backoffMaxMs: 4 * FINISH_RETRY_MS },
     onWritten: (_, recorded) => (report.recorded += recorded.size),
   });
@@ -99,13 +97,12 @@ export async function runTick(deps: TickDeps, limits: TickLimits): Promise<TickR
     attempt: (run) => performAttempt(run, attemptDeps),
     onOutcome: (outcome) => writer.push(outcome),
   });
-  const options = { owner: deps.owner, leaseMarginMs: deps.leaseMarginMs, batchSize: limits.concurrency, lookaheadMs: 0, pollMs: 0 };
+  const claimDeps = { db, clock, logger: log, options: { owner: deps.owner, leaseMarginMs: deps.leaseMarginMs } };
   // Each tick's rotation starts at a random bucket: starting at 0 every minute would serve low buckets first.
-  const rotationStart = Math.floor((deps.random ?? Math.random)() * SHARD_COUNT);
-  const pacer = createClaimPacer({ db, clock, logger: log, wakeup: new Wakeup(), queue, options, rotationStart });
-  const keeper = createLeaseKeeper({ db, clock, logger: log, options: { ...options, intervalMs: limits.tickBudgetMs }, unsent: () => [], release: () => {} });
+  const rotation = new Rotation();
+  rotation.start = Math.floor((deps.random ?? Math.random)() * SHARD_COUNT);
 
-  report.reaped = await keeper.reap();
+  report.reaped = await reapOnce({ db, clock, logger: log });
   let emptyClaims = 0;
   for (;;) {
     const left = limits.maxCallbacksPerTick - report.attempts;
@@ -117,7 +114,8 @@ export async function runTick(deps: TickDeps, limits: TickLimits): Promise<TickR
       report.stoppedBy = 'budget';
       break;
     }
-    const claimed = await pacer.claimOnce(Math.min(limits.concurrency, left), 0);
+    const claimed = await claimBatch(claimDeps, { limit: Math.min(limits.concurrency, left), horizonMs: 0, rotation });
+    for (const run of claimed) queue.add(run);
     if (claimed.length === 0) {
       const due = await nextDueAt(db);
       if (due === null || due > clock.now()) break;

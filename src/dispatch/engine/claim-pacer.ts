@@ -9,13 +9,14 @@
 import type { Clock } from '../../domain/clock.ts';
 import { Rotation, type BucketDue } from '../../domain/fair-share.ts';
 import type { Db } from '../../store/db.ts';
-import { claimRuns, type ClaimedRun } from '../../store/queue/claim-runs.ts';
+import { claimRuns } from '../../store/queue/claim-runs.ts';
 import { dueBuckets } from '../../store/queue/due-backlog.ts';
-import type { Wakeup } from '../wakeup.ts';
+import type { Wakeup } from './wakeup.ts';
 import type { EngineLogger } from './logger.ts';
 import type { RunQueue } from './run-queue.ts';
-import { backoffDelays } from './sleep.ts';
+import { backoffDelays } from './backoff.ts';
 import { claimWaitMs } from './claim-wait.ts';
+import type { ClaimedRun } from '../../domain/claimed-run.ts';
 
 export { claimWaitMs, CONTENDED_SLEEP_MS } from './claim-wait.ts';
 
@@ -58,8 +59,6 @@ export type ClaimPacerDeps = {
   options: ClaimPacerOptions;
   /** Seconds each claim took, for the metrics. */
   observeClaim?: (seconds: number) => void;
-  /** The bucket the first round of claims starts at (default 0); a Workers tick starts each tick's at random. */
-  rotationStart?: number;
   /** The store's reads and claim (default: `dueBuckets`, `claimRuns`); injected in unit tests. */
   store?: { dueBuckets: typeof dueBuckets; claimRuns: typeof claimRuns };
 };
@@ -69,19 +68,41 @@ export interface ClaimPacer {
   start(): void;
   /** Ends the loop; resolves when its iteration in progress is over. */
   stop(): Promise<void>;
-  /**
-   * One claim of up to `limit` runs due by now + `horizonMs`, handed to the queue (the Workers tick's step).
-   * @returns the runs claimed @throws the driver's error
-   */
-  claimOnce(limit: number, horizonMs: number): Promise<ClaimedRun[]>;
 }
 
-/** Creates a pacer; nothing is claimed before `start()` or `claimOnce`. */
+/**
+ * One claim of up to `c.limit` runs due by now + `c.horizonMs` for `deps.options.owner`, shared out over the buckets
+ * with due runs (`c.buckets`, or read now) starting where `c.rotation` stands; a bucket whose claim fails is logged and
+ * the others are claimed. The Node pacer's step and the Workers tick's, which hand the runs to their queues.
+ * @returns the runs claimed @throws the driver's error when every bucket tried failed (the database is down)
+ */
+export async function claimBatch(
+  deps: Pick<ClaimPacerDeps, 'db' | 'clock' | 'logger' | 'observeClaim' | 'store'> & { options: Pick<ClaimPacerOptions, 'owner' | 'leaseMarginMs'> },
+  c: { limit: number; horizonMs: number; skipDestinations?: string[]; rotation: Rotation; buckets?: BucketDue[] },
+): Promise<ClaimedRun[]> {
+  const { db, clock, logger, options: o } = deps;
+  const store = deps.store ?? { dueBuckets, claimRuns };
+  const started = clock.now();
+  const claimed = await store.claimRuns(db, {
+    owner: o.owner,
+    limit: c.limit,
+    nowMs: started,
+    leaseMarginMs: o.leaseMarginMs,
+    horizonMs: c.horizonMs,
+    skipDestinations: c.skipDestinations ?? [],
+    rotation: c.rotation,
+    buckets: c.buckets ?? (await store.dueBuckets(db)),
+    onBucketError: (shard, err) => logger.warn({ err, shard }, 'claim failed in one bucket; the others go on'),
+  });
+  deps.observeClaim?.((clock.now() - started) / 1000);
+  return claimed;
+}
+
+/** Creates a pacer; nothing is claimed before `start()`. */
 export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
   const { db, clock, logger, wakeup, queue, options: o } = deps;
   const store = deps.store ?? { dueBuckets, claimRuns };
   const rotation = new Rotation();
-  rotation.start = deps.rotationStart ?? 0;
   let running = false;
   let done: Promise<void> = Promise.resolve();
   /** The buckets with waiting runs as last read (at `knownAt`), for the claims within BUCKETS_FRESH_MS; null: read them. */
@@ -101,7 +122,7 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
   let lastSkipClaimAt = -Infinity;
 
   const slotOrSleep = async (ms: number) => {
-    await Promise.race([queue.slotFreed(), wakeup.sleep(ms, clock.now())]);
+    await Promise.race([queue.slotFreed(), wakeup.sleep(ms)]);
     wakeup.wake();
   };
 
@@ -112,19 +133,7 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
       knownAt = clock.now();
     }
     knownThroughSleep = false;
-    const buckets = known;
-    const claimed = await store.claimRuns(db, {
-      owner: o.owner,
-      limit,
-      nowMs: started,
-      leaseMarginMs: o.leaseMarginMs,
-      horizonMs,
-      skipDestinations,
-      rotation,
-      buckets,
-      onBucketError: (shard, err) => logger.warn({ err, shard }, 'claim failed in one bucket; the others go on'),
-    });
-    deps.observeClaim?.((clock.now() - started) / 1000);
+    const claimed = await claimBatch(deps, { limit, horizonMs, skipDestinations, rotation, buckets: known });
     for (const run of claimed) queue.add(run);
     return claimed;
   }
@@ -150,7 +159,7 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
     }
     // stop() may have come while this iteration awaited the database: its wake() found no sleep to end.
     if (!running) return true;
-    const how = await wakeup.sleep(wait, now);
+    const how = await wakeup.sleep(wait);
     // Woken (a run announced, a retry written, a reap): what is due has changed, read it again. Else the read above
     // serves the claim that follows (one statement less per claim under steady traffic).
     if (how === 'timeout') knownThroughSleep = true;
@@ -203,7 +212,7 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
         const backoffMs = delays.next().value;
         logger.error({ err, backoffMs }, 'claim failed; retrying');
         if (!running) break;
-        await wakeup.sleep(backoffMs, clock.now());
+        await wakeup.sleep(backoffMs);
       }
     }
   }
@@ -220,6 +229,5 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
       queue.wake();
       await done;
     },
-    claimOnce: (limit, horizonMs) => claim(limit, horizonMs),
   };
 }

@@ -8,10 +8,10 @@
  */
 import type { Clock } from '../../domain/clock.ts';
 import type { Db } from '../../store/db.ts';
-import type { ClaimedRun } from '../../store/queue/claim-runs.ts';
 import { reapExpiredLeases } from '../../store/queue/reap-leases.ts';
 import { renewLeases } from '../../store/queue/renew-leases.ts';
 import type { EngineLogger } from './logger.ts';
+import type { ClaimedRun } from '../../domain/claimed-run.ts';
 
 export type LeaseKeeperOptions = {
   owner: string;
@@ -35,7 +35,7 @@ export type LeaseKeeperDeps = {
 };
 
 export interface LeaseKeeper {
-  /** Starts the rounds (timer unref'd: it does not keep a process alive). */
+  /** Starts the rounds, every `intervalMs` on the clock (its timers keep no process alive). */
   start(): void;
   /** Stops the rounds; resolves after a round in progress. */
   stop(): Promise<void>;
@@ -45,12 +45,24 @@ export interface LeaseKeeper {
   reap(): Promise<number>;
 }
 
+/**
+ * Reaps every expired lease now (any dispatcher's), bucket by bucket: a failing bucket is logged and the others are
+ * reaped. The lease keeper's step and the Workers tick's.
+ * @returns how many runs it gave back or failed @throws the driver's error when the database is down
+ */
+export async function reapOnce(deps: Pick<LeaseKeeperDeps, 'db' | 'clock' | 'logger'>): Promise<number> {
+  const n = await reapExpiredLeases(deps.db, deps.clock.now(), undefined, (shard, err) =>
+    deps.logger.error({ err, shard }, 'reaping failed in one bucket; the others were reaped'),
+  );
+  if (n > 0) deps.logger.warn({ runs: n }, 'reclaimed runs whose lease expired');
+  return n;
+}
+
 /** Creates a keeper; nothing runs before `start()` or `round()`. */
 export function createLeaseKeeper(deps: LeaseKeeperDeps): LeaseKeeper {
   const { db, clock, logger, options: o } = deps;
-  let timer: ReturnType<typeof setInterval> | null = null;
+  let stopTimer: (() => void) | null = null;
   let current: Promise<void> = Promise.resolve();
-  let busy = false;
 
   async function renew(): Promise<void> {
     const runs = deps.unsent();
@@ -74,13 +86,8 @@ export function createLeaseKeeper(deps: LeaseKeeperDeps): LeaseKeeper {
   }
 
   async function reap(): Promise<number> {
-    const n = await reapExpiredLeases(db, clock.now(), undefined, (shard, err) =>
-      logger.error({ err, shard }, 'reaping failed in one bucket; the others were reaped'),
-    );
-    if (n > 0) {
-      logger.warn({ runs: n }, 'reclaimed runs whose lease expired');
-      deps.onReaped?.(n);
-    }
+    const n = await reapOnce(deps);
+    if (n > 0) deps.onReaped?.(n);
     return n;
   }
 
@@ -91,17 +98,12 @@ export function createLeaseKeeper(deps: LeaseKeeperDeps): LeaseKeeper {
 
   return {
     start() {
-      timer ??= setInterval(() => {
-        // A round still running (the database is slow or down) is not queued behind: the next tick tries again.
-        if (busy) return;
-        busy = true;
-        current = round().finally(() => (busy = false));
-      }, o.intervalMs);
-      (timer as { unref?: () => void }).unref?.();
+      // A round still running (the database is slow or down) is not queued behind: `every` skips that tick.
+      stopTimer ??= clock.every(o.intervalMs, () => (current = round()));
     },
     async stop() {
-      if (timer) clearInterval(timer);
-      timer = null;
+      stopTimer?.();
+      stopTimer = null;
       await current;
     },
     round,

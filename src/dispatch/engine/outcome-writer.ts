@@ -14,9 +14,10 @@
  */
 import type { Clock } from '../../domain/clock.ts';
 import { isDataException, type Db } from '../../store/db.ts';
-import { finishRuns, type AttemptOutcome } from '../../store/queue/finish-runs.ts';
+import { finishRuns } from '../../store/queue/finish-runs.ts';
 import type { EngineLogger } from './logger.ts';
-import { backoffDelays, type Sleep } from './sleep.ts';
+import { backoffDelays } from './backoff.ts';
+import type { AttemptOutcome } from '../../domain/attempt-outcome.ts';
 
 export type OutcomeWriterOptions = {
   /** Lease owner whose leases the outcomes are written under. */
@@ -36,7 +37,6 @@ export type OutcomeWriterDeps = {
   db: Db;
   clock: Clock;
   logger: EngineLogger;
-  sleep: Sleep;
   options: OutcomeWriterOptions;
   /** After each write: the batch and the ids of the runs whose outcome was recorded (the others had lost their lease). */
   onWritten?: (batch: readonly AttemptOutcome[], recorded: ReadonlySet<string>) => void;
@@ -200,7 +200,7 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
       if (!items) return; // given up on by an aborted flushAll
       const backoffMs = delays.next().value;
       logger.error({ err: error, backoffMs, shard, runs: items.length }, 'recording outcomes failed; retrying');
-      await deps.sleep(backoffMs);
+      await clock.sleep(backoffMs);
       if (abandoned) return giveUpParked(shard, items);
       const taken = items.splice(0);
       writing += taken.length;
@@ -240,7 +240,7 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
    */
   function flush(): Promise<void> {
     flushing ??= (async () => {
-      if (o.gatherMs > 0) await deps.sleep(o.gatherMs);
+      if (o.gatherMs > 0) await clock.sleep(o.gatherMs);
       do await write(pending.splice(0, o.batchSize));
       while (pending.length >= o.batchSize || (o.gatherMs === 0 && pending.length > 0));
       flushing = null;

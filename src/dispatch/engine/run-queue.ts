@@ -7,10 +7,10 @@
  * can send.
  */
 import type { Clock } from '../../domain/clock.ts';
-import { destinationOf } from '../../domain/destination.ts';
-import type { ClaimedRun } from '../../store/queue/claim-runs.ts';
-import type { AttemptOutcome } from '../../store/queue/finish-runs.ts';
+import { destinationOf, destinationPatternOf } from '../../domain/destination.ts';
 import { Limiter } from '../limiter.ts';
+import type { ClaimedRun } from '../../domain/claimed-run.ts';
+import type { AttemptOutcome } from '../../domain/attempt-outcome.ts';
 
 export type RunQueueOptions = {
   /** Most runs held at once (waiting, queued and in flight). */
@@ -33,8 +33,6 @@ export type RunQueueDeps = {
   onOutcome: (outcome: AttemptOutcome, run: ClaimedRun) => void;
   /** An outcome that came back after its run was released: not recorded. */
   onLateOutcome?: (outcome: AttemptOutcome, run: ClaimedRun) => void;
-  /** Resolves at `dueAtMs` by the clock (default: timers re-armed until the clock says so). */
-  untilDue?: (dueAtMs: number) => Promise<void>;
 };
 
 export interface RunQueue {
@@ -42,7 +40,7 @@ export interface RunQueue {
   readonly held: number;
   /** Slots left before `concurrency`. */
   readonly free: number;
-  /** Callbacks in flight per destination. */
+  /** Callbacks in flight per destination (`destinationOf`: the callback URL's normalized origin). */
   readonly inFlightByDestination: ReadonlyMap<string, number>;
   /** Takes a claimed run: waits for its due time and a destination slot, sends it, hands over its outcome. */
   add(run: ClaimedRun): void;
@@ -54,7 +52,11 @@ export interface RunQueue {
   unsent(): ClaimedRun[];
   /** Runs sent or being sent, whose outcome has not come back. */
   inFlight(): ClaimedRun[];
-  /** Destinations with `saturation` or more runs queued for a slot. */
+  /**
+   * Destinations with `saturation` or more runs queued for a slot, each named by every spelling of it among its queued
+   * runs' URLs in the form the claim's SQL computes (`destinationPatternOf`: `https://a.example` and
+   * `https://a.example:443` are one destination, two spellings), so the claim can leave all of them unclaimed.
+   */
   saturatedDestinations(): string[];
   /** Marks the held runs with these ids as released: not sent if not yet sent, their outcomes not handed over. */
   release(runIds: Iterable<string>): void;
@@ -70,16 +72,25 @@ type Entry = { run: ClaimedRun; stage: 'waiting' | 'queued' | 'in-flight'; relea
 /** Creates an empty queue. */
 export function createRunQueue(deps: RunQueueDeps): RunQueue {
   const { clock, options: o } = deps;
-  const limiter = new Limiter(o.concurrency, o.perDestination);
-  const untilDue = deps.untilDue ?? untilDueBy(clock);
+  const limiter = new Limiter(o.perDestination);
+  const untilDue = untilDueBy(clock);
   const entries = new Map<string, Entry>();
-  const queuedByDestination = new Map<string, number>();
+  /** Runs queued for a slot per destination, counted per spelling (`destinationPatternOf`) of their URLs. */
+  const queuedByDestination = new Map<string, Map<string, number>>();
   let slotWaiter: (() => void) | null = null;
 
-  const count = (destination: string, delta: number) => {
-    const n = (queuedByDestination.get(destination) ?? 0) + delta;
-    if (n > 0) queuedByDestination.set(destination, n);
+  const count = (destination: string, spelling: string, delta: number) => {
+    const spellings = queuedByDestination.get(destination) ?? new Map<string, number>();
+    const n = (spellings.get(spelling) ?? 0) + delta;
+    if (n > 0) spellings.set(spelling, n);
+    else spellings.delete(spelling);
+    if (spellings.size > 0) queuedByDestination.set(destination, spellings);
     else queuedByDestination.delete(destination);
+  };
+  const queued = (spellings: ReadonlyMap<string, number>) => {
+    let n = 0;
+    for (const k of spellings.values()) n += k;
+    return n;
   };
   const wake = () => {
     const w = slotWaiter;
@@ -89,14 +100,16 @@ export function createRunQueue(deps: RunQueueDeps): RunQueue {
 
   async function run(entry: Entry): Promise<void> {
     const { run } = entry;
+    // One slot set per origin, however the URL spells it (port, case, backslashes): a spelling is no new destination.
     const destination = destinationOf(run.callback.url);
+    const spelling = destinationPatternOf(run.callback.url);
     await untilDue(run.dueAtMs);
     entry.stage = 'queued';
-    count(destination, 1);
+    count(destination, spelling, 1);
     try {
       await limiter.acquire(destination);
     } finally {
-      count(destination, -1);
+      count(destination, spelling, -1);
     }
     entry.stage = 'in-flight';
     let outcome: AttemptOutcome | null;
@@ -135,7 +148,8 @@ export function createRunQueue(deps: RunQueueDeps): RunQueue {
     wake,
     unsent: () => [...entries.values()].filter((e) => e.stage !== 'in-flight' && !e.released).map((e) => e.run),
     inFlight: () => [...entries.values()].filter((e) => e.stage === 'in-flight').map((e) => e.run),
-    saturatedDestinations: () => [...queuedByDestination].filter(([, n]) => n >= o.saturation).map(([d]) => d),
+    saturatedDestinations: () =>
+      [...queuedByDestination.values()].filter((spellings) => queued(spellings) >= o.saturation).flatMap((spellings) => [...spellings.keys()]),
     release(runIds) {
       for (const id of runIds) {
         const entry = entries.get(id);
@@ -149,11 +163,9 @@ export function createRunQueue(deps: RunQueueDeps): RunQueue {
   };
 }
 
-/** Resolves at `dueAtMs` by `clock` (a timer may fire a little early by the wall clock: it is re-armed). */
+/** Resolves at `dueAtMs` by `clock` (a runtime timer may fire a little early by the wall clock: it sleeps again). */
 function untilDueBy(clock: Clock): (dueAtMs: number) => Promise<void> {
   return async function untilDue(dueAtMs) {
-    for (let left = dueAtMs - clock.now(); left > 0; left = dueAtMs - clock.now()) {
-      await new Promise((r) => setTimeout(r, left));
-    }
+    for (let left = dueAtMs - clock.now(); left > 0; left = dueAtMs - clock.now()) await clock.sleep(left);
   };
 }

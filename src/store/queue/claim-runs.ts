@@ -12,12 +12,13 @@
 import { sql } from 'drizzle-orm';
 import { decideClaim } from '../../domain/claim-plan.ts';
 import { DESTINATION_PATTERN } from '../../domain/destination.ts';
+import type { ClaimedRun } from '../../domain/claimed-run.ts';
 import type { CallbackSpec } from '../../domain/job.ts';
 import type { RetryPolicy } from '../../domain/retry.ts';
 import type { Schedule } from '../../domain/schedule.ts';
 import { jitterOffsetMs } from '../../domain/schedule.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type CatchUpPolicy, type DeliveryMode, type OverlapPolicy, type RunTrigger } from '../../domain/states.ts';
-import { announceRun, query, queryWithSetting, together, type Db, type Executor } from '../db.ts';
+import { announceRun, pipelined, query, queryPlanned, type Db, type Executor, type PlannerSettings } from '../db.ts';
 import { newId } from '../../domain/ids.ts';
 import { runs } from '../schema.ts';
 import type { EventSeed } from '../../domain/events.ts';
@@ -25,30 +26,6 @@ import { endpointsOfEvents, recordEvents } from '../notifications.ts';
 import { Rotation, shareClaim, shareLeftover, type BucketDue, type BucketShare } from '../../domain/fair-share.ts';
 import { dueBuckets } from './due-backlog.ts';
 import { inBucket, type OnBucketError } from './by-bucket.ts';
-
-/** A run this dispatcher now holds, with what it needs to deliver it. Times are epoch ms. */
-export type ClaimedRun = {
-  /** The run's bucket (src/domain/shard.ts): every later statement about the run names it. */
-  shard: number;
-  runId: string;
-  jobId: string;
-  tenantId: string;
-  scheduledForMs: number;
-  trigger: RunTrigger;
-  attempt: number;
-  leaseExpiresAtMs: number;
-  /** When the attempt is due (epoch ms): `scheduledFor` plus jitter, or a retry's time; ≤ the claim's now + horizon. */
-  dueAtMs: number;
-  callback: CallbackSpec;
-  authTokenEnc: string | null;
-  /** The request body: the run's own (a notification event) or else the job's. */
-  payload: unknown;
-  /** The `webhook-id` when it is not the run id (a notification event's id), else null. */
-  eventId: string | null;
-  retry: RetryPolicy;
-  relevancyWindowMs: number | null;
-  deliveryMode: DeliveryMode;
-};
 
 type Row = {
   id: string;
@@ -93,7 +70,7 @@ const SKIP_WINDOW = 5_000;
 
 /**
  * The waiting runs due by `horizonIso`, earliest first, locked for the claim: read in order on the partial due index
- * (see CLAIM_PLANNER_SETTING), stopping after `limit`. With destinations to skip, each candidate's job is looked up to
+ * (see CLAIM_PLAN), stopping after `limit`. With destinations to skip, each candidate's job is looked up to
  * match its callback URL's destination (the same DESTINATION_PATTERN as `destinationOf`) and the walk is bounded to the
  * SKIP_WINDOW earliest due runs (the bound's due time is read on the index first), so its cost does not grow with the
  * skipped backlog. Either way the query reads one table in index order, so no plan can turn it into a scan and sort
@@ -119,7 +96,7 @@ function dueRuns(shard: number, horizonIso: string, limit: number, skip: string[
 }
 
 /**
- * The claim transaction's planner setting: sorting is priced out, so the due runs can only be read in order from the
+ * The claim's planner settings, for each of its statements: sorting is priced out, so the due runs can only be read in order from the
  * partial due index (`runs_due_idx`), stopping after `limit`, whatever the table's statistics say. Without it, on a
  * table with no statistics yet (a fresh database, or a burst of new runs before autovacuum's ANALYZE) PostgreSQL
  * estimated a few dozen due rows and chose a bitmap scan of the whole due backlog and a sort: every claim read and
@@ -127,12 +104,11 @@ function dueRuns(shard: number, horizonIso: string, limit: number, skip: string[
  * of one bucket by primary key, so hash and merge joins and bitmap scans are priced out too: short of statistics, the
  * planner took the bucket's condition for selective and read every job of the bucket into a hash for a claim's hundred.
  */
-export const CLAIM_PLANNER_SETTING = sql`select set_config('enable_sort', 'off', true), set_config('enable_hashjoin', 'off', true),
-  set_config('enable_mergejoin', 'off', true), set_config('enable_bitmapscan', 'off', true)`;
+export const CLAIM_PLAN: PlannerSettings = { enable_sort: 'off', enable_hashjoin: 'off', enable_mergejoin: 'off', enable_bitmapscan: 'off' };
 
 /**
  * The claim statement (step 1 above) at `nowMs`: locks and leases up to `o.limit` due runs and returns them with their
- * jobs. Run it inside a transaction after CLAIM_PLANNER_SETTING; exported for the plan's test.
+ * jobs. Run it under CLAIM_PLAN (`queryPlanned`); exported for the plan's test.
  */
 export function claimStatement(o: ClaimOptions & { shard: number }) {
   const now = new Date(o.nowMs).toISOString();
@@ -214,7 +190,7 @@ export async function claimRuns(db: Db, o: ClaimOptions & FairClaim): Promise<Cl
 export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): Promise<{ deliver: ClaimedRun[]; taken: number }> {
   return db.transaction(async (tx) => {
     const now = new Date(o.nowMs).toISOString();
-    const rows = await queryWithSetting<Row>(tx, CLAIM_PLANNER_SETTING, claimStatement(o));
+    const rows = await queryPlanned<Row>(tx, CLAIM_PLAN, claimStatement(o));
     if (rows.length === 0) return { deliver: [], taken: 0 };
 
     const busy = await busyJobs(tx, o.shard, rows);
@@ -284,7 +260,9 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
     }
 
     // What follows depends on nothing but the claim: sent together, one round trip (the events' endpoints read with them).
-    const [endpoints] = await together(
+    const [endpoints] = await pipelined(
+      tx,
+      CLAIM_PLAN,
       () => endpointsOfEvents(tx, events),
       () => (ended.length > 0 ? endRuns(tx, o.shard, ended, now) : Promise.resolve()),
       () => (nextRuns.length > 0 ? tx.insert(runs).values(nextRuns).onConflictDoNothing() : Promise.resolve()),
@@ -325,8 +303,9 @@ async function busyJobs(tx: Parameters<Parameters<Db['transaction']>[0]>[0], sha
   if (candidates.length === 0) return new Set();
   const jobIds = JSON.stringify([...new Set(candidates.map((r) => r.job_id))]);
   const claimed = JSON.stringify(candidates.map((r) => r.id));
-  const busy = await query<{ job_id: string }>(
+  const busy = await queryPlanned<{ job_id: string }>(
     tx,
+    CLAIM_PLAN,
     sql`select distinct job_id from runs
         where shard = ${shard} and job_id in (select value::uuid from jsonb_array_elements_text(${jobIds}::jsonb))
           and status in ('running', 'retrying')

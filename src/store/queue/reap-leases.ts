@@ -10,7 +10,8 @@ import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
 import { query, type Db, type Executor } from '../db.ts';
 import { acrossBuckets } from '../citus.ts';
 import { eachBucket, inBucket, type OnBucketError } from './by-bucket.ts';
-import { countFailuresInARow, recordRunEnds, type EndedRun } from './finish-runs.ts';
+import { countFailuresInARow, recordRunEnds, type EndedRun } from './run-ends.ts';
+import type { PausedReason } from '../../domain/events.ts';
 
 /** How often a dispatcher looks for expired leases, in ms. */
 export const REAP_INTERVAL_DEFAULT_MS = 5_000;
@@ -132,4 +133,4 @@ async function releaseBucket(db: Db, owner: string, shard: number, runIds: strin
 }
 
 /** No receiver answered a taken run, so none asked for a pause (a 410 Gone): only failures in a row can pause. */
-const NO_PAUSE_REASONS: ReadonlyMap<string, string> = new Map();
+const NO_PAUSE_REASONS: ReadonlyMap<string, PausedReason> = new Map();

@@ -1,10 +1,4 @@
-/** Waiting, injectable: engine modules sleep through `Sleep`, so unit tests can run them on a manual clock. */
-
-/** Resolves after `ms` milliseconds. */
-export type Sleep = (ms: number) => Promise<void>;
-
-/** `setTimeout` as a Sleep. */
-export const realSleep: Sleep = (ms) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+/** Backoff between tries of a failing database write or claim; the waits themselves go through the engine's Clock. */
 
 /**
  * Waits between tries of a failing database write or claim, in ms: `minMs`, then doubling up to `maxMs` (no jitter:

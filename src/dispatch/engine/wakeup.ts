@@ -1,0 +1,41 @@
+/**
+ * An interruptible sleep on the engine's clock: the claim pacer sleeps until the earliest due time it knows, and a
+ * NOTIFY of an earlier run, a retry written, a reap or `stop()` cuts the sleep short.
+ */
+import type { Clock } from '../../domain/clock.ts';
+
+export class Wakeup {
+  private ending: AbortController | null = null;
+  private wakeAt = Infinity;
+
+  constructor(private readonly clock: Clock) {}
+
+  /**
+   * Sleeps `ms` milliseconds on the clock, unless woken first (one sleep at a time).
+   * @returns 'timeout' when the time ran out, 'woken' when `wake`/`wakeBy` ended it
+   */
+  async sleep(ms: number): Promise<'timeout' | 'woken'> {
+    const ending = new AbortController();
+    this.ending = ending;
+    this.wakeAt = this.clock.now() + ms;
+    const how = await this.clock.sleep(ms, ending.signal);
+    if (this.ending === ending) {
+      this.ending = null;
+      this.wakeAt = Infinity;
+    }
+    return how === 'timeout' ? 'timeout' : 'woken';
+  }
+
+  /** Ends the current sleep now (nothing when none is under way). */
+  wake(): void {
+    const ending = this.ending;
+    this.ending = null;
+    this.wakeAt = Infinity;
+    ending?.abort();
+  }
+
+  /** Ends the current sleep if `dueMs` (epoch) comes before its end. */
+  wakeBy(dueMs: number): void {
+    if (this.ending && dueMs < this.wakeAt) this.wake();
+  }
+}

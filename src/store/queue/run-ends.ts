@@ -1,0 +1,101 @@
+/**
+ * What runs that just ended mean for their jobs, after a finish, a reap or a release at shutdown: the failures in a
+ * row (a failure adds one, a success resets), the pauses they cause (a 410 Gone, `pauseAfterFailures` reached) and the
+ * events of it all, in the caller's transaction on one bucket (docs/design.md invariants 10 and 11).
+ */
+import { sql } from 'drizzle-orm';
+import { PAUSED_REASON, type EventSeed, type PausedReason } from '../../domain/events.ts';
+import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
+import { queryPlanned, type Executor, type PlannerSettings } from '../db.ts';
+import { pauseJobs } from '../job-lifecycle.ts';
+import { recordEvents } from '../notifications.ts';
+
+/**
+ * For the statements of `countFailuresInARow` and the pauses of `recordRunEnds` (jobs and their runs, by id within one
+ * bucket): nested loops over the primary key only, as in the claim (CLAIM_PLAN), for the same reason.
+ */
+export const RUN_ENDS_PLAN: PlannerSettings = { enable_nestloop: 'on', enable_hashjoin: 'off', enable_mergejoin: 'off' };
+
+/** A run whose state a finish, a reap or a release has just changed, with its new status. */
+export type EndedRun = { id: string; job_id: string; tenant_id: string; trigger: string; status: string };
+/** A run the finish statement recorded, and whether its job reached `pauseAfterFailures` by the statement's count. */
+export type FinishedRun = EndedRun & { reached: boolean };
+
+/** The runs that count toward their job's failures in a row: notification deliveries (runs of hidden jobs) do not. */
+const countsForJob = (h: EndedRun) => h.trigger !== RUN_TRIGGER.notification;
+
+/**
+ * Counts the failed runs in a row of the jobs of `ended` (bucket `shard`), in the caller's transaction, after a reap
+ * or a release (the finish counts in its own statement, `finishStatement`, with the same rule): a failure adds one, a
+ * success resets the count (`expired` neither counts nor resets). A batch of successes of jobs without failures reads
+ * their rows and writes nothing.
+ * @returns the jobs that reached their `pauseAfterFailures` (active, with a threshold, count at or past it)
+ */
+export async function countFailuresInARow(tx: Executor, shard: number, ended: readonly EndedRun[]): Promise<Set<string>> {
+  const tally = new Map<string, { failed: number; reset: boolean }>();
+  for (const h of ended) {
+    if (!countsForJob(h) || (h.status !== RUN_STATUS.failed && h.status !== RUN_STATUS.succeeded)) continue;
+    const t = tally.get(h.job_id) ?? { failed: 0, reset: false };
+    if (h.status === RUN_STATUS.failed) t.failed++;
+    else t.reset = true;
+    tally.set(h.job_id, t);
+  }
+  if (tally.size === 0) return new Set();
+  // Nested loops over primary keys (with hash joins the update would scan the bucket's jobs).
+  const counted = await queryPlanned<{ id: string; reached: boolean }>(
+    tx,
+    RUN_ENDS_PLAN,
+    sql`update jobs j
+      set consecutive_failures = ${NEXT_FAILURES('v')}
+      from jsonb_to_recordset(${JSON.stringify([...tally].map(([id, t]) => ({ id, ...t })))}::jsonb) as v(id uuid, failed int, reset boolean)
+      where j.shard = ${shard} and j.id = v.id and (v.failed > 0 or j.consecutive_failures <> 0)
+      returning j.id, ${REACHED} as reached`,
+  );
+  return new Set(counted.filter((c) => c.reached).map((c) => c.id));
+}
+
+/** The failures-in-a-row rule over `jobs j` and a tally row `alias` (failed int, reset boolean): a failure adds one, a success alone resets. */
+export const NEXT_FAILURES = (alias: 't' | 'v') => sql.raw(`case when ${alias}.reset and ${alias}.failed = 0 then 0 else j.consecutive_failures + ${alias}.failed end`);
+
+/** Whether an updated job row has reached its `pauseAfterFailures` (SQL over `jobs j`). */
+export const REACHED = sql`(j.status = 'active' and j.pause_after_failures > 0 and j.consecutive_failures >= j.pause_after_failures)`;
+
+/**
+ * What runs that just ended (or were sent back to retry) mean for their jobs beyond the failures in a row, in the
+ * caller's transaction on bucket `shard` (the finish, the reaper and a release at shutdown share it, so a run failed as
+ * ambiguous counts as any other): the pauses (a 410 Gone; `pauseAfterFailures` reached, as counted) and the events of
+ * it all (docs/design.md invariant 11: committed with the change). Notification deliveries (runs of hidden jobs) are
+ * left out: they neither cause pauses nor events of their own. Every statement names the bucket; a batch of
+ * successes that pauses nothing sends none.
+ * @param ended the runs changed, all of bucket `shard`, with their new status
+ * @param pauseReasons run id → PausedReason its outcome asks for (`gone` for a 410); empty for the reaper
+ * @param reached the jobs whose failures in a row reached their `pauseAfterFailures` (`countFailuresInARow`, or the finish's count)
+ * @param nowMs the changes' time (epoch ms): the pauses' `updatedAt` and the events' `occurredAt`
+ */
+export async function recordRunEnds(
+  tx: Executor,
+  shard: number,
+  ended: readonly EndedRun[],
+  pauseReasons: ReadonlyMap<string, PausedReason>,
+  reached: ReadonlySet<string>,
+  nowMs: number,
+): Promise<void> {
+  const held = ended.filter(countsForJob);
+  if (held.length === 0) return;
+  const pauses = new Map<string, PausedReason>();
+  for (const h of held) {
+    const reason = pauseReasons.get(h.id);
+    if (reason) pauses.set(h.job_id, reason);
+  }
+  for (const id of reached) if (!pauses.has(id)) pauses.set(id, PAUSED_REASON.consecutiveFailures);
+  const events: EventSeed[] = [];
+  for (const h of held) {
+    if (h.status === RUN_STATUS.failed) events.push({ type: 'run.failed', tenantId: h.tenant_id, jobId: h.job_id, runId: h.id });
+    if (h.status === RUN_STATUS.expired) events.push({ type: 'run.expired', tenantId: h.tenant_id, jobId: h.job_id, runId: h.id });
+  }
+  if (pauses.size > 0) {
+    const paused = await pauseJobs(tx, shard, [...pauses].map(([id, reason]) => ({ id, reason })), nowMs, RUN_ENDS_PLAN);
+    for (const p of paused) events.push({ type: 'job.paused', tenantId: p.tenant_id, jobId: p.id, reason: p.paused_reason ?? undefined });
+  }
+  await recordEvents(tx, events, nowMs);
+}
