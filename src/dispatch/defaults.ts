@@ -19,7 +19,8 @@ export const DISPATCHER_DEFAULTS: Readonly<Omit<DispatcherOptions, 'owner'>> = O
 });
 
 /**
- * The outcome writer of a Node dispatcher. Outcomes gather `gatherMs` before they are written: one finish transaction
+ * The outcome writer of a Node dispatcher. Outcomes gather up to `gatherMs` before they are written, while other
+ * attempts are under way whose outcomes can share the write (none under way: written at once): one finish transaction
  * per gathering instead of one per callback. Each transaction costs a few statements whatever its size, so under
  * steady traffic the longer gathering pays; a backlog fills batches of `batchSize` sooner. The price: a run shows
  * `running` that much longer, and a crash loses that much more of what was delivered (re-sent at least once, failed at

@@ -157,10 +157,16 @@ describe.each(WITH_CITUS)('crash test on $kind', (target) => {
       deliveries: receiver.received.length,
       duplicateDeliveries: receiver.received.length - deliveries.size,
       lost: dbRuns.filter((r) => !deliveries.has(r.id)).length,
+      duplicatesPerKill: Number(((receiver.received.length - deliveries.size) / Math.max(1, kills.length)).toFixed(1)),
     };
-    console.log(`crash test figures: ${JSON.stringify(figures)}`);
+    // What bounds them: a kill loses the results of the callbacks it had in flight and of those whose outcomes were
+    // not yet written (gathered while other attempts were under way, at most 100 ms, or in a write not yet committed).
+    console.log(`crash test figures: ${JSON.stringify(figures)} (each duplicate is a callback sent before a kill whose result was not yet written)`);
 
     expect(kills.length).toBeGreaterThanOrEqual(3);
+    // Issue #30: at most 8 sent twice per kill on average with three dispatchers (12–16 when outcomes always gathered
+    // 100 ms). One process on the embedded database loses all its dispatcher's unwritten results at once.
+    if (shared && target.kind === 'postgres') expect(figures.duplicatesPerKill).toBeLessThanOrEqual(8);
     expect(dbRuns).toHaveLength(RUNS);
     expect(figures.lost).toBe(0);
     // Every run ended, and succeeded (the receiver always answers 200 in time).

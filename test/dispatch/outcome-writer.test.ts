@@ -52,6 +52,33 @@ describe('outcome writer', () => {
     expect(w.pending).toBe(0);
   });
 
+  it('gathers only while attempts are under way: none, and an outcome is written at once', async () => {
+    const f = fakeFinish();
+    const { clock, writer: w } = writerOf(f.finish, {}, { inFlight: () => 0 });
+    w.push(outcomeOf('a'));
+    await settle();
+    expect(clock.sleeps).toEqual([]);
+    expect(f.calls.map(ids)).toEqual([['a']]);
+  });
+
+  it('ends a gathering when the last attempt under way has handed in its outcome', async () => {
+    const f = fakeFinish();
+    let underWay = 2;
+    const { clock, writer: w } = writerOf(f.finish, {}, { inFlight: () => underWay });
+    underWay--; // a's attempt ended; b's is still under way
+    w.push(outcomeOf('a'));
+    await settle();
+    expect(clock.sleeps).toEqual([20]);
+    await clock.tick(5);
+    expect(f.calls).toEqual([]);
+    underWay--; // b's ended too: nothing more to wait for
+    w.push(outcomeOf('b'));
+    await settle();
+    expect(f.calls.map(ids)).toEqual([['a', 'b']]);
+    expect(clock.now()).toBe(T0 + 5);
+    await w.flushAll();
+  });
+
   it('passes its owner and the database to the finish statement', async () => {
     const seen: { db: Db; owner: string }[] = [];
     const db = {} as Db;

@@ -89,6 +89,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     clock,
     logger,
     options: { owner: o.owner, ...OUTCOME_WRITER_DEFAULTS },
+    inFlight: () => queue.inFlight().length,
     observeWrite: (s) => metrics.finishDuration.observe(s),
     // A retry is claimable only once its outcome is written: wake the pacer if it is due before its sleep ends.
     onWritten: (batch) => {

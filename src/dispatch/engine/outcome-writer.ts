@@ -1,6 +1,6 @@
 /**
  * Writes attempt outcomes (`finishRuns`, one transaction per bucket): outcomes that finish within `gatherMs` of each
- * other share a statement, a backlog is written `batchSize` at a time, and a bucket whose write fails (the database
+ * other share a statement (while attempts are under way; with none, an outcome is written at once), a backlog is written `batchSize` at a time, and a bucket whose write fails (the database
  * is down; or on Citus the worker holding that bucket) is parked: its outcomes, and those that come for it meanwhile,
  * are retried with backoff by a loop of its own while the other buckets' batches go on being written; forever
  * by default (a long-running dispatcher keeps its leases' outcomes until the database is back or the process dies),
@@ -42,6 +42,13 @@ export type OutcomeWriterDeps = {
   onWritten?: (batch: readonly AttemptOutcome[], recorded: ReadonlySet<string>) => void;
   /** Seconds each write took, for the metrics. */
   observeWrite?: (seconds: number) => void;
+  /**
+   * How many attempts are under way whose outcomes will come (the run queue's in flight). Gathering waits for them only:
+   * with none under way an outcome is written at once, and a gathering ends when the last of them has come, so an
+   * outcome waits no longer than there is something to share its write with (a crash loses fewer results: each lost
+   * one is a run sent again). Default: always gather the full `gatherMs`.
+   */
+  inFlight?: () => number;
   /** The finish statement (default: `finishRuns`); injected in unit tests. */
   finish?: typeof finishRuns;
 };
@@ -83,6 +90,8 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
   /** Per bucket whose write failed: its outcomes, retried by that bucket's own loop while later batches go on. */
   const parked = new Map<number, Parked[]>();
   const retries = new Set<Promise<void>>();
+  /** Ends the gathering under way (its wait for more outcomes) early; null when none is. */
+  let gathering: AbortController | null = null;
   /** Set when flushAll's signal aborts: the parked buckets' loops give up instead of trying again. */
   let abandoned = false;
 
@@ -240,7 +249,11 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
    */
   function flush(): Promise<void> {
     flushing ??= (async () => {
-      if (o.gatherMs > 0) await clock.sleep(o.gatherMs);
+      if (o.gatherMs > 0 && (deps.inFlight?.() ?? 1) > 0) {
+        gathering = new AbortController();
+        await clock.sleep(o.gatherMs, gathering.signal);
+        gathering = null;
+      }
       do await write(pending.splice(0, o.batchSize));
       while (pending.length >= o.batchSize || (o.gatherMs === 0 && pending.length > 0));
       flushing = null;
@@ -257,6 +270,8 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
     },
     push(outcome) {
       pending.push(outcome);
+      // The last outcome the gathering waited for has come: write now.
+      if (gathering && (deps.inFlight?.() ?? 1) === 0) gathering.abort();
       void flush();
     },
     async flushAll(signal) {

@@ -67,7 +67,8 @@ export interface RunQueue {
 }
 
 /** A held run; `released` is per claim, so a later claim of the same run (another attempt) starts afresh. */
-type Entry = { run: ClaimedRun; stage: 'waiting' | 'queued' | 'in-flight'; released: boolean; done: Promise<void> };
+/** A held run: waiting for its time, queued for a slot, in flight, or done (its outcome handed over, the entry about to go). */
+type Entry = { run: ClaimedRun; stage: 'waiting' | 'queued' | 'in-flight' | 'done'; released: boolean; done: Promise<void> };
 
 /** Creates an empty queue. */
 export function createRunQueue(deps: RunQueueDeps): RunQueue {
@@ -119,6 +120,7 @@ export function createRunQueue(deps: RunQueueDeps): RunQueue {
       outcome = entry.released || run.leaseExpiresAtMs <= clock.now() ? null : await deps.attempt(run);
     } finally {
       limiter.release(destination);
+      entry.stage = 'done';
     }
     if (outcome === null) return;
     if (entry.released) deps.onLateOutcome?.(outcome, run);
@@ -146,7 +148,7 @@ export function createRunQueue(deps: RunQueueDeps): RunQueue {
     },
     slotFreed: () => new Promise<void>((r) => (slotWaiter = r)),
     wake,
-    unsent: () => [...entries.values()].filter((e) => e.stage !== 'in-flight' && !e.released).map((e) => e.run),
+    unsent: () => [...entries.values()].filter((e) => (e.stage === 'waiting' || e.stage === 'queued') && !e.released).map((e) => e.run),
     inFlight: () => [...entries.values()].filter((e) => e.stage === 'in-flight').map((e) => e.run),
     saturatedDestinations: () =>
       [...queuedByDestination.values()].filter((spellings) => queued(spellings) >= o.saturation).flatMap((spellings) => [...spellings.keys()]),
