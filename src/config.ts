@@ -24,6 +24,7 @@ const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(DEFAULT_PORT),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
   CHIME_DATA_DIR: z.string().min(1).default(DEFAULT_DATA_DIR),
+  CHIME_EMBEDDED_SYNC: z.enum(['on', 'off']).default('on'),
   CHIME_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   CHIME_SIGNUP: z.enum(['open', 'closed']).default('closed'),
   CHIME_ENCRYPTION_KEY: z.string().optional(),
@@ -50,6 +51,8 @@ export type Config = {
   host: string;
   databaseUrl: string | null;
   dataDir: string;
+  /** Whether the embedded database syncs each commit to disk (CHIME_EMBEDDED_SYNC; off: not crash-safe). */
+  embeddedSync: boolean;
   adminToken: string | null;
   signup: 'open' | 'closed';
   /** Base64 of 32 bytes, or null to use/generate the key file of the embedded database. */
@@ -85,7 +88,7 @@ export class ConfigError extends Error {
  * The dispatcher's default concurrency on the embedded database. There the database runs on the process's own event
  * loop: once that loop is busy, a callback's round trip is the callbacks in flight over the rate it can drive (Little's
  * law): beyond what it can drive, more in flight barely adds throughput but delays every callback, another tenant's
- * too (test/bench/README.md, commit 7e56fad).
+ * too (test/bench/README.md, "Measurements behind defaults").
  */
 export const EMBEDDED_DISPATCH_CONCURRENCY = 64;
 
@@ -107,6 +110,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     host: e.HOST,
     databaseUrl: e.DATABASE_URL ?? null,
     dataDir: e.CHIME_DATA_DIR,
+    embeddedSync: e.CHIME_EMBEDDED_SYNC === 'on',
     adminToken: e.CHIME_ADMIN_TOKEN ?? null,
     signup: e.CHIME_SIGNUP,
     encryptionKey: e.CHIME_ENCRYPTION_KEY ?? null,

@@ -67,7 +67,7 @@ export async function openRuntime(config: Config, opts: { migrate?: boolean; poo
     database = openPostgres(config.databaseUrl, { max: opts.poolSize });
   } else {
     const { openEmbedded } = await import('./store/embedded.ts');
-    const embedded = await openEmbedded(config.dataDir);
+    const embedded = await openEmbedded(config.dataDir, { sync: config.embeddedSync });
     if (opts.migrate !== false) await migrateEmbedded(embedded.pg);
     database = embedded;
   }
