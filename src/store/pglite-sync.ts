@@ -10,11 +10,10 @@
  * `--ignore-scripts`), so it is checked the same way before the database opens, and again once it is open (the hooks
  * installed), unless CHIME_EMBEDDED_SYNC=off gives durability up. Node only (reads node_modules).
  */
-import { existsSync, readFileSync } from 'node:fs';
 import { open, readdir } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../config.ts';
+import { installedPackageDir, packageJsonOf, unpatchedFiles } from './installed-patch.ts';
 import { APPLY_PATCH_COMMAND } from './postgres-patch.ts';
 
 /** A line every patched file holds (the patch's first comment). */
@@ -34,22 +33,7 @@ export class PGliteSyncPatchError extends ConfigError {
  * @throws Error when PGlite is not installed
  */
 export function pglitePackageDir(): string {
-  // The package exports no ./package.json: walk up from its entry point to the package.json that names it.
-  let dir = dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
-  while (packageJson(dir)?.name !== '@electric-sql/pglite') {
-    const up = dirname(dir);
-    if (up === dir) throw new Error('PGlite: no package.json named @electric-sql/pglite above its entry point');
-    dir = up;
-  }
-  return dir;
-}
-
-function packageJson(dir: string): { name?: string; version?: string } | undefined {
-  try {
-    return JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
-  } catch {
-    return undefined;
-  }
+  return installedPackageDir('@electric-sql/pglite');
 }
 
 /**
@@ -58,12 +42,9 @@ function packageJson(dir: string): { name?: string; version?: string } | undefin
  * @throws PGliteSyncPatchError naming the unpatched files, the installed version and the two ways out
  */
 export function checkPGliteSyncPatch(packageDir: string = pglitePackageDir()): void {
-  const unpatched = PGLITE_PATCHED_FILES.filter((file) => {
-    const path = join(packageDir, file);
-    return !existsSync(path) || !readFileSync(path, 'utf8').includes(PGLITE_PATCH_MARKER);
-  });
+  const unpatched = unpatchedFiles(packageDir, PGLITE_PATCHED_FILES, PGLITE_PATCH_MARKER);
   if (unpatched.length === 0) return;
-  throw patchError(`${packageJson(packageDir)?.version ?? 'unknown'} in ${packageDir} lacks Chime's patch (${unpatched.join(', ')})`);
+  throw patchError(`${packageJsonOf(packageDir)?.version ?? 'unknown'} in ${packageDir} lacks Chime's patch (${unpatched.join(', ')})`);
 }
 
 /**

@@ -10,9 +10,7 @@
  * every such way, whatever the installer. Node only (reads node_modules): the CLI runs it before opening a
  * PostgreSQL; the Worker's bundle is made from the same node_modules by wrangler.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { installedPackageDir, packageJsonOf, unpatchedFiles } from './installed-patch.ts';
 
 /** A line every patched file holds (the patch's first comment). */
 export const POSTGRES_PATCH_MARKER = 'Chime patch (porsager/postgres#1154, #1208)';
@@ -31,23 +29,7 @@ export class PostgresPatchError extends Error {
  * @throws Error when postgres is not installed
  */
 export function postgresPackageDir(): string {
-  // The package exports no ./package.json; its CommonJS entry is <dir>/cjs/src/index.js, and cjs/ has a package.json
-  // of its own (`type`): walk up to the one named postgres.
-  let dir = dirname(createRequire(import.meta.url).resolve('postgres'));
-  while (packageName(dir) !== 'postgres') {
-    const up = dirname(dir);
-    if (up === dir) throw new Error('postgres.js: no package.json named postgres above its entry point');
-    dir = up;
-  }
-  return dir;
-}
-
-function packageName(dir: string): string | undefined {
-  try {
-    return (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string }).name;
-  } catch {
-    return undefined;
-  }
+  return installedPackageDir('postgres');
 }
 
 /**
@@ -56,17 +38,9 @@ function packageName(dir: string): string | undefined {
  * @throws PostgresPatchError naming the unpatched files, the installed version and how to apply the patch
  */
 export function checkPostgresPatch(packageDir: string = postgresPackageDir()): void {
-  const unpatched = POSTGRES_PATCHED_FILES.filter((file) => {
-    const path = join(packageDir, file);
-    return !existsSync(path) || !readFileSync(path, 'utf8').includes(POSTGRES_PATCH_MARKER);
-  });
+  const unpatched = unpatchedFiles(packageDir, POSTGRES_PATCHED_FILES, POSTGRES_PATCH_MARKER);
   if (unpatched.length === 0) return;
-  let version = 'unknown';
-  try {
-    version = (JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { version?: string }).version ?? version;
-  } catch {
-    // The version only makes the message clearer.
-  }
+  const version = packageJsonOf(packageDir)?.version ?? 'unknown';
   throw new PostgresPatchError(
     `postgres.js ${version} in ${packageDir} lacks Chime's patch (${unpatched.join(', ')}), without which a database ` +
       `outage can crash or hang the process: run \`${APPLY_PATCH_COMMAND}\` in the installation (npm ci runs it as ` +
