@@ -2,11 +2,12 @@
  * The web pages of the API (API.md "The console"): the tenant console at `/console` (a single-page app on the same
  * origin, using only the public `/v1` API) and the interactive API reference at `/docs` (Swagger UI on
  * `/openapi.json`). Both load only from this origin: their assets come from the manifest `npm run build` writes
- * (src/console/assets.ts), served with content-hashed names and a year of caching, and the pages carry a
- * Content-Security-Policy without inline or eval'd script and with `frame-ancestors 'none'`.
+ * (src/console/assets.ts), served with content-hashed names and a year of caching, compressed (brotli or gzip, with
+ * `Vary: Accept-Encoding`) when the runtime has the build's compressed forms and the browser accepts one, and the
+ * pages carry a Content-Security-Policy without inline or eval'd script and with `frame-ancestors 'none'`.
  */
 import { Hono, type Context } from 'hono';
-import { ASSET_PATH, type WebAssets } from '../console/assets.ts';
+import { ASSET_ENCODINGS, ASSET_PATH, type AssetEncoding, type AssetFile, type WebAssets } from '../console/assets.ts';
 import type { AppEnv } from './env.ts';
 import { ApiError, problemResponse } from './problems.ts';
 
@@ -45,6 +46,30 @@ function shell(title: string, css: string, scripts: string[], body = '<div id="a
 }
 
 /**
+ * The compressed form of `file` to send for an `Accept-Encoding` header (RFC 9110 section 12.5.3): the accepted form
+ * with the highest weight (`q=0` refuses; `*` stands for any not named), brotli before gzip on a tie.
+ * @returns the encoding, or null to send the file as it is
+ */
+export function chooseEncoding(acceptEncoding: string | undefined, file: AssetFile): AssetEncoding | null {
+  if (!acceptEncoding || !file.bodies) return null;
+  const weights = new Map<string, number>();
+  for (const part of acceptEncoding.toLowerCase().split(',')) {
+    const [token, ...params] = part.split(';').map((p) => p.trim());
+    if (!token) continue;
+    const q = params.find((p) => p.startsWith('q='));
+    const weight = q ? Number(q.slice(2)) : 1;
+    weights.set(token, Number.isFinite(weight) ? weight : 0);
+  }
+  let best: AssetEncoding | null = null;
+  let bestWeight = 0;
+  for (const encoding of ASSET_ENCODINGS) {
+    const weight = weights.get(encoding) ?? weights.get('*') ?? 0;
+    if (file.bodies[encoding] && weight > bestWeight) [best, bestWeight] = [encoding, weight];
+  }
+  return best;
+}
+
+/**
  * Routes `/console`, `/console/*` (pages of the app, and `/console/assets/<name>`) and `/docs`.
  * @param assets the built manifest; absent (the service was not built): the pages answer `503` saying how to build
  */
@@ -66,12 +91,17 @@ export function consoleRoutes(assets: WebAssets | undefined): Hono<AppEnv> {
     const name = c.req.path.slice(prefix.length);
     const file = Object.hasOwn(assets.files, name) ? assets.files[name] : undefined;
     if (!file) return problemResponse(c, new ApiError('not_found', `no asset ${name}`));
-    return c.body(file.body, 200, {
+    const headers: Record<string, string> = {
       'content-type': file.type,
       'x-content-type-options': 'nosniff',
       // Names carry their content's hash: a name never changes content.
       'cache-control': 'public, max-age=31536000, immutable',
-    });
+    };
+    // The answer depends on Accept-Encoding whenever a compressed form exists, so caches must key on it.
+    if (file.bodies) headers['vary'] = 'Accept-Encoding';
+    const encoding = chooseEncoding(c.req.header('accept-encoding'), file);
+    if (!encoding) return c.body(file.body, 200, headers);
+    return c.body(file.bodies![encoding]!, 200, { ...headers, 'content-encoding': encoding });
   });
 
   app.get('/docs', (c) => {

@@ -4,8 +4,9 @@
  * "The console": never a cookie, never a URL), so it is gone when the tab closes.
  */
 
-/** A field the API named in a `400` (`path` as in the request body, dotted: `callback.url`). */
-export type FieldError = { path: string; message: string };
+import type { FieldError } from './types.ts';
+
+export type { FieldError };
 
 /** An answer of the API that is not a success: its problem details. */
 export class ApiProblem extends Error {
@@ -30,10 +31,10 @@ const KEY_STORAGE = 'chime.console.apiKey';
 export function storedKey(): string | null {
   return sessionStorage.getItem(KEY_STORAGE);
 }
-/** Keeps `key` in this tab's sessionStorage, or forgets it (null). */
+/** Keeps `key` in this tab's sessionStorage, or forgets it (null) with everything else the console kept there. */
 export function storeKey(key: string | null): void {
-  if (key === null) sessionStorage.removeItem(KEY_STORAGE);
-  else sessionStorage.setItem(KEY_STORAGE, key);
+  if (key !== null) return sessionStorage.setItem(KEY_STORAGE, key);
+  for (const name of Object.keys(sessionStorage)) if (name.startsWith('chime.console.')) sessionStorage.removeItem(name);
 }
 
 /**

@@ -7,6 +7,7 @@ import './console.css';
 import { render } from 'preact';
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { useEffect } from 'preact/hooks';
+import { setIcon } from './icon.ts';
 import { SessionGate, useSession } from './session.tsx';
 import { JobsPage } from './pages/jobs.tsx';
 import { JobPage } from './pages/job.tsx';
@@ -16,6 +17,7 @@ import { RunPage } from './pages/run.tsx';
 import { DeadLettersPage } from './pages/dead-letters.tsx';
 import { KeysPage } from './pages/keys.tsx';
 import { UsagePage } from './pages/usage.tsx';
+import { NotFoundPage } from './pages/not-found.tsx';
 
 const NAV = [
   ['/console/jobs', 'Jobs'],
@@ -59,14 +61,15 @@ function Layout() {
           <Route path="/console/dead-letters" component={DeadLettersPage} />
           <Route path="/console/keys" component={KeysPage} />
           <Route path="/console/usage" component={UsagePage} />
-          <Route default component={ToJobs} />
+          <Route path="/console" component={ToJobs} />
+          <Route default component={NotFoundPage} />
         </Router>
       </main>
     </div>
   );
 }
 
-/** `/console` and unknown paths: the job list. */
+/** `/console`: the job list. */
 function ToJobs() {
   const { route } = useLocation();
   useEffect(() => route('/console/jobs', true), [route]);
@@ -83,4 +86,5 @@ function App() {
   );
 }
 
+setIcon();
 render(<App />, document.getElementById('app')!);

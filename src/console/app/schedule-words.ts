@@ -1,19 +1,18 @@
 /**
- * Schedules and retry policies in English, for the job pages. Times are shown in the browser's time zone; a cron
- * schedule names its own zone. Cron expressions are described by `cronstrue` (24-hour clock), with the most common
+ * Schedules and retry policies in English, for the job pages. Times are shown in the viewer's time zone, named; a
+ * cron schedule names its own zone. Cron expressions are described by `cronstrue` (24-hour clock), with the most common
  * forms ("every day at 09:00") worded here first.
  */
 import { toString as cronToString } from 'cronstrue';
 import type { Job, Schedule } from './types.ts';
+import { formatInstantShort } from './zones.ts';
 
 /** A schedule as sent, or as stored: the API stores a `delay` with the instant it resolved to (`at`). */
 export type AnySchedule = Schedule | { type: 'delay'; delayMs: number; at?: string };
 
-/** An instant in the browser's zone, short ("1 Dec 2026, 09:00"); the text itself when it is not a time. */
+/** An instant in the viewer's zone, short and named ("Dec 1, 2026, 9:00 AM PST"); the text itself when it is not a time. */
 export function when(iso: string): string {
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return iso;
-  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  return formatInstantShort(iso);
 }
 
 const UNITS: [ms: number, one: string, many: string][] = [

@@ -23,3 +23,5 @@ export type Rotated = z.infer<typeof SigningSecretRotationSchema>;
 export type Usage = z.infer<typeof UsageSchema>;
 /** A page of a list: the items under their field, and the cursor of the next page (null on the last). */
 export type Page<K extends string, T> = { [k in K]: T[] } & { nextCursor: string | null };
+/** A field the API named in a `400` (`path` as in the request body, dotted: `callback.url`). */
+export type FieldError = { path: string; message: string };

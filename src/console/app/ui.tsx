@@ -2,18 +2,24 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiProblem } from './api.ts';
+import { formatInZone, formatInstant, sameZone, viewerZone } from './zones.ts';
 
-/** The state of an async load: data once loaded, the error if it failed, and `reload()`. */
-export type Async<T> = { data: T | undefined; error: unknown; loading: boolean; reload: () => void };
+/**
+ * The state of an async load: data once loaded, the error if it failed, `reload()` (shown as loading), and
+ * `refresh()`, a quiet reload for live lists (nothing turns busy; the data is swapped when it arrives).
+ */
+export type Async<T> = { data: T | undefined; error: unknown; loading: boolean; reload: () => void; refresh: () => void };
 
-/** Runs `load` when `deps` change (and on `reload()`), keeping the last data while a reload runs. */
+/** Runs `load` when `deps` change (and on `reload()` or `refresh()`), keeping the last data while a reload runs. */
 export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): Async<T> {
   const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean }>({ data: undefined, error: null, loading: true });
   const [tick, setTick] = useState(0);
   const current = useRef(0);
+  const quiet = useRef(false);
   useEffect(() => {
     const n = ++current.current;
-    setState((s) => ({ ...s, loading: true }));
+    if (!quiet.current) setState((s) => ({ ...s, loading: true }));
+    quiet.current = false;
     load().then(
       (data) => n === current.current && setState({ data, error: null, loading: false }),
       (error: unknown) => n === current.current && setState((s) => ({ data: s.data, error, loading: false })),
@@ -21,7 +27,11 @@ export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): Async<T> {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...deps, tick]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
-  return { ...state, reload };
+  const refresh = useCallback(() => {
+    quiet.current = true;
+    setTick((t) => t + 1);
+  }, []);
+  return { ...state, reload, refresh };
 }
 
 /** An error as a message (a problem's detail, with the fields it names). */
@@ -51,14 +61,29 @@ export function Field({ id, label, error, hint, children }: { id: string; label:
   );
 }
 
-/** An instant in the browser's time zone, with the UTC ISO form on hover; "—" for null. */
-export function Time({ iso }: { iso: string | null | undefined }) {
+/**
+ * An instant in the viewer's time zone, named ("Jan 5, 2026, 12:00:00 AM PST"), with the UTC ISO form on hover; "—"
+ * for null. With `zone` (a schedule's own) other than the viewer's, the same instant on that zone's clock follows.
+ */
+export function Time({ iso, zone }: { iso: string | null | undefined; zone?: string | undefined }) {
   if (!iso) return <span class="muted">—</span>;
-  const d = new Date(iso);
+  const other = zone && !sameZone(zone, viewerZone()) ? formatInZone(iso, zone) : null;
   return (
-    <time dateTime={iso} title={iso}>
-      {d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' })}
-    </time>
+    <>
+      <time dateTime={iso} title={iso}>
+        {formatInstant(iso)}
+      </time>
+      {other && <span class="other-zone"> ({other})</span>}
+    </>
+  );
+}
+
+/** The header of the column a table is sorted by, newest first, marked so for assistive technology. */
+export function SortedHeader({ label }: { label: string }) {
+  return (
+    <th scope="col" aria-sort="descending" class="sorted">
+      {label} <span aria-hidden="true">↓</span>
+    </th>
   );
 }
 

@@ -1,99 +1,26 @@
 /**
- * `/console/dead-letters` (optionally `?jobId=`): the runs that failed for good and are not dismissed, with replay
- * (one, the selected, or all of a job's) and dismiss; plus `DeadLetterBanner`, the notice other pages show while any
- * dead letter waits, and `useJobNames` / `JobLink`, which the run pages share to show jobs by name.
+ * `/console/dead-letters` (optionally `?jobId=`): the runs that failed for good and are not dismissed, newest first by
+ * creation (the API's order, shown as a column beside the failure time), with replay (one, the selected, or all of a
+ * job's) and dismiss. The list updates itself (live, with a pause control).
  */
 import type { ComponentChildren } from 'preact';
 import { useLocation } from 'preact-iso';
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiProblem, qs } from '../api.ts';
-import { useSession, type Session } from '../session.tsx';
-import type { Job, Page, Run } from '../types.ts';
-import { ConfirmButton, ErrorNote, Time, useAction, useAsync, usePager } from '../ui.tsx';
-import { jobLabel } from './jobs.tsx';
+import { useEffect, useState } from 'preact/hooks';
+import { qs } from '../api.ts';
+import { JobLink, useJobNames } from '../parts/job-names.tsx';
+import { RefreshPauser, useLiveRefresh } from '../parts/refresh-pauser.tsx';
+import { createdAtOfId } from '../parts/run-order.ts';
+import { useSession } from '../session.tsx';
+import type { Page, Run } from '../types.ts';
+import { ConfirmButton, ErrorNote, SortedHeader, Time, useAction, useAsync, usePager } from '../ui.tsx';
 
 const PAGE_SIZE = 50;
-/** Most job reads in flight at once (the API's rate limit is per tenant). */
-const JOB_FETCH_CONCURRENCY = 4;
 
 /** The answer of `POST /v1/dead-letters/replay`. */
 type ReplayResult = { replayed: number; runIds: string[]; remaining: number };
 
-let jobFetchesActive = 0;
-const jobFetchQueue: (() => void)[] = [];
-
-/** Runs `task` when fewer than JOB_FETCH_CONCURRENCY job reads are in flight. */
-async function limited<T>(task: () => Promise<T>): Promise<T> {
-  if (jobFetchesActive >= JOB_FETCH_CONCURRENCY) await new Promise<void>((resolve) => jobFetchQueue.push(resolve));
-  jobFetchesActive++;
-  try {
-    return await task();
-  } finally {
-    jobFetchesActive--;
-    jobFetchQueue.shift()?.();
-  }
-}
-
-/** A job's display name (`jobLabel`: name, key or id); null when it cannot be read (e.g. gone). */
-async function readJobName(api: Session['api'], jobId: string): Promise<string | null> {
-  try {
-    return jobLabel(await limited(() => api<Job>('GET', `/v1/jobs/${encodeURIComponent(jobId)}`)));
-  } catch (err) {
-    if (err instanceof ApiProblem && err.status === 404) return null;
-    throw err;
-  }
-}
-
-/**
- * The names of the jobs `jobIds`, each distinct job read once while the calling component is mounted.
- * @returns a lookup: the name, null when the job has none (or is not readable), undefined while unknown
- */
-export function useJobNames(jobIds: readonly string[]): (jobId: string) => string | null | undefined {
-  const { api } = useSession();
-  const names = useRef(new Map<string, string | null>());
-  const asked = useRef(new Set<string>());
-  const [, bump] = useState(0);
-  const distinct = [...new Set(jobIds)].sort().join(',');
-  useEffect(() => {
-    let live = true;
-    for (const jobId of distinct ? distinct.split(',') : []) {
-      if (asked.current.has(jobId)) continue;
-      asked.current.add(jobId);
-      readJobName(api, jobId).then(
-        (name) => {
-          names.current.set(jobId, name);
-          if (live) bump((n) => n + 1);
-        },
-        () => asked.current.delete(jobId), // a passing failure (429, network): asked again on the next render's change
-      );
-    }
-    return () => {
-      live = false;
-    };
-  }, [distinct, api]);
-  return (jobId) => names.current.get(jobId);
-}
-
-/** A link to a job's page, showing its name when known, else its id. */
-export function JobLink({ jobId, name }: { jobId: string; name: string | null | undefined }) {
-  return (
-    <a href={`/console/jobs/${encodeURIComponent(jobId)}`} title={jobId} class={name ? undefined : 'mono'}>
-      {name ?? jobId}
-    </a>
-  );
-}
-
-/** A notice, shown while any dead letter waits, linking to the dead letters page (nothing otherwise). */
-export function DeadLetterBanner() {
-  const { api } = useSession();
-  const { data } = useAsync(() => api<Page<'runs', Run>>('GET', `/v1/dead-letters${qs({ limit: 1 })}`), []);
-  if (!data || data.runs.length === 0) return null;
-  return (
-    <p class="notice" role="status">
-      There are failed runs waiting: <a href="/console/dead-letters">see dead letters</a>
-    </p>
-  );
-}
+/** "1 dead letter", "3 dead letters". */
+const deadLetters = (n: number) => `${n} dead letter${n === 1 ? '' : 's'}`;
 
 /** The dead letters page: list, select, replay and dismiss the tenant's (or one job's) failed runs. */
 export function DeadLettersPage() {
@@ -107,6 +34,7 @@ export function DeadLettersPage() {
     const page = await api<Page<'runs', Run>>('GET', `/v1/runs${qs({ status: 'failed', jobId, limit: PAGE_SIZE, cursor: pager.cursor })}`);
     return { runs: page.runs.filter((r) => r.dismissedAt === null && r.trigger !== 'notification'), nextCursor: page.nextCursor };
   }, [jobId, pager.cursor]);
+  const live = useLiveRefresh(list.refresh);
   const runs = list.data?.runs ?? [];
   const jobName = useJobNames(jobId ? [jobId, ...runs.map((r) => r.jobId)] : runs.map((r) => r.jobId));
 
@@ -140,11 +68,15 @@ export function DeadLettersPage() {
       return 'Dismissed 1 dead letter.';
     });
 
+  // `remaining` of a replay by run ids counts the selected ones left (over 1,000 only), not the list: the message says
+  // what was replayed, and the count above the list what is left.
   const replaySelected = () =>
     act(async () => {
+      const asked = selected.size;
       const r = await api<ReplayResult>('POST', '/v1/dead-letters/replay', { runIds: [...selected] });
       setSelected(new Set());
-      return `Replayed ${r.replayed}; ${r.remaining} left`;
+      const refused = asked - r.replayed;
+      return `Replayed ${r.replayed} of the ${asked} selected${refused > 0 ? `; ${refused} could not be (their job is canceled)` : ''}.`;
     });
 
   const replayAllOfJob = (id: string) =>
@@ -154,7 +86,7 @@ export function DeadLettersPage() {
       // Each call replays up to 1,000 (and dismisses them); go on while some are left and progress is made.
       for (;;) {
         const r = await api<ReplayResult>('POST', '/v1/dead-letters/replay', { jobId: id }).catch((err: unknown) => {
-          if (replayed > 0) setOutcome(`Replayed ${replayed}; ${remaining} left`);
+          if (replayed > 0) setOutcome(`Replayed ${replayed} of this job's dead letters; ${remaining} left.`);
           throw err;
         });
         replayed += r.replayed;
@@ -162,7 +94,7 @@ export function DeadLettersPage() {
         if (remaining <= 0 || r.replayed === 0) break;
         setOutcome(`Replaying… ${replayed} so far; ${remaining} left`);
       }
-      return `Replayed ${replayed}; ${remaining} left`;
+      return `Replayed ${replayed} of this job's dead letters; ${remaining} left.`;
     });
 
   const allSelected = runs.length > 0 && runs.every((r) => selected.has(r.runId));
@@ -179,6 +111,7 @@ export function DeadLettersPage() {
         </p>
       )}
       <p class="count">{countLine(list.data, firstPage, Boolean(jobId))}</p>
+      <RefreshPauser live={live} />
       <ErrorNote error={list.error} />
 
       <div class="toolbar" role="group" aria-label="Bulk actions">
@@ -201,7 +134,8 @@ export function DeadLettersPage() {
         <p class="empty">No dead letters: every run that failed for good shows up here.</p>
       ) : (
         <div class="table-wrap" aria-busy={list.loading}>
-          <table class="dead-letters">
+          <table class="dead-letters stack">
+            <caption class="order">Newest first, by when each run was created (not by when it failed).</caption>
             <thead>
               <tr>
                 <th scope="col">
@@ -217,6 +151,7 @@ export function DeadLettersPage() {
                     onChange={(e) => setSelected(e.currentTarget.checked ? new Set(runs.map((r) => r.runId)) : new Set())}
                   />
                 </th>
+                <SortedHeader label="Created" />
                 <th scope="col">Failed at</th>
                 <th scope="col">Job</th>
                 <th scope="col">Attempts</th>
@@ -230,7 +165,7 @@ export function DeadLettersPage() {
             <tbody>
               {runs.map((r) => (
                 <tr key={r.runId}>
-                  <td>
+                  <td class="select">
                     <input
                       type="checkbox"
                       class="check"
@@ -247,18 +182,23 @@ export function DeadLettersPage() {
                       }}
                     />
                   </td>
-                  <td class="when">
+                  <td class="created" data-label="Created">
+                    <Time iso={createdAtOfId(r.runId)} />
+                  </td>
+                  <td class="when" data-label="Failed at">
                     <a href={`/console/runs/${r.runId}`}>
                       <Time iso={r.finishedAt ?? r.scheduledFor} />
                     </a>
                   </td>
-                  <td class="job">
+                  <td class="job" data-label="Job">
                     <JobLink jobId={r.jobId} name={jobName(r.jobId)} />
                   </td>
-                  <td>{r.attempts}</td>
-                  <td>{r.responseStatus ?? <span class="muted">—</span>}</td>
-                  <td class="wrap error-text">{r.error ?? <span class="muted">—</span>}</td>
-                  <td>
+                  <td data-label="Attempts">{r.attempts}</td>
+                  <td data-label="Response status">{r.responseStatus ?? <span class="muted">—</span>}</td>
+                  <td class="wrap error-text" data-label="Error">
+                    {r.error ?? <span class="muted">—</span>}
+                  </td>
+                  <td class="row-end">
                     <div class="row-actions">
                       <button type="button" disabled={busy} onClick={() => replayOne(r.runId)}>
                         Replay
@@ -280,8 +220,7 @@ export function DeadLettersPage() {
 /** "3 dead letters", with the page's place in a longer list; "Loading…" before the first answer. */
 function countLine(data: Page<'runs', Run> | undefined, firstPage: boolean, ofJob: boolean): string {
   if (!data) return 'Loading…';
-  const n = data.runs.length;
-  const what = `${n} dead letter${n === 1 ? '' : 's'}${ofJob ? ' of this job' : ''}`;
+  const what = `${deadLetters(data.runs.length)}${ofJob ? ' of this job' : ''}`;
   if (firstPage && !data.nextCursor) return `${what}.`;
   return `${what} on this page${data.nextCursor ? '; more on older pages' : ''}.`;
 }

@@ -1,34 +1,27 @@
 /**
  * One job (`/console/jobs/:jobId`): everything about it in words, its actions (pause, resume, trigger, edit, cancel,
- * replay its dead letters), its next occurrences and its run history, each run one click from its attempts.
+ * replay its dead letters), its next occurrences and its run history, each run one click from its attempts. The job
+ * and its runs update themselves (live, with a pause control).
  */
-import type { ComponentChildren } from 'preact';
-import { useState } from 'preact/hooks';
+import { useCallback, useEffect, useState } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
+import { RUN_STATUSES } from '../../../domain/states.ts';
 import { ApiProblem, qs } from '../api.ts';
-import { describeRetry, describeSchedule, durationWords, type AnySchedule } from '../schedule-words.ts';
+import { JobFacts, scheduleZone } from '../parts/job-facts.tsx';
+import { jobLabel } from '../parts/job-names.tsx';
+import { isNoSuchJob, NoSuchJob } from '../parts/notices.tsx';
+import { Occurrences } from '../parts/occurrences.tsx';
+import { RefreshPauser, useLiveRefresh } from '../parts/refresh-pauser.tsx';
+import { lastRunOf } from '../parts/run-order.ts';
+import { RunsTable } from '../parts/runs-table.tsx';
+import type { AnySchedule } from '../schedule-words.ts';
 import { useSession } from '../session.tsx';
 import type { Job, Page, Run, Schedule } from '../types.ts';
-import { ConfirmButton, ErrorNote, Field, Status, Time, useAction, useAsync, usePager } from '../ui.tsx';
-import { jobLabel } from './jobs.tsx';
-import { RunsTable } from '../runs-table.tsx';
-import { RUN_STATUSES } from '../../../domain/states.ts';
+import { ConfirmButton, ErrorNote, Field, useAction, useAsync, usePager } from '../ui.tsx';
 
 const RUN_PAGE_SIZE = 25;
-
-/** Why a job is paused, in words. */
-function pausedWhy(job: Job): string | null {
-  switch (job.pausedReason) {
-    case 'manual':
-      return 'paused by you';
-    case 'gone':
-      return 'the receiver answered 410 Gone';
-    case 'consecutive_failures':
-      return `${job.consecutiveFailures} failed runs in a row`;
-    default:
-      return null;
-  }
-}
+/** The newest runs read to find the last one that happened (the newest is often the next one, still waiting). */
+const LAST_RUN_WINDOW = 10;
 
 /**
  * The schedule to preview a stored job's next occurrences with: a stored `delay` is the instant it resolved to, and a
@@ -42,74 +35,6 @@ function previewable(s: AnySchedule): Schedule | null {
     return dates.length ? { type: 'dates', dates } : null;
   }
   return s;
-}
-
-const orNone = (text: string) => (text ? text : <span class="muted">none</span>);
-
-/** The facts list of a job: every setting in words (never the auth token, which the API does not return). */
-function JobFacts({ job }: { job: Job }) {
-  const why = pausedWhy(job);
-  const headers = Object.entries(job.callback.headers);
-  const metadata = Object.entries(job.metadata);
-  const row = (term: string, value: ComponentChildren) => (
-    <>
-      <dt>{term}</dt>
-      <dd>{value}</dd>
-    </>
-  );
-  return (
-    <dl class="facts">
-      {row(
-        'Status',
-        <>
-          <Status status={job.status} />
-          {why && ` — ${why}`}
-        </>,
-      )}
-      {row('Schedule', describeSchedule(job.schedule))}
-      {row('Next run', <Time iso={job.nextRunAt} />)}
-      {row('Last run', <Time iso={job.lastRunAt} />)}
-      {row(
-        'Callback',
-        <>
-          <code>{job.callback.method}</code> <span class="mono">{job.callback.url}</span>
-        </>,
-      )}
-      {row(
-        'Headers',
-        headers.length ? (
-          <ul class="plain">
-            {headers.map(([k, v]) => (
-              <li class="mono">
-                {k}: {v}
-              </li>
-            ))}
-          </ul>
-        ) : (
-          orNone('')
-        ),
-      )}
-      {row('Authorization', job.callback.hasAuthToken ? 'Auth token: set' : 'Auth token: none')}
-      {row('Success codes', job.callback.successStatusCodes.join(', '))}
-      {row('Timeout', durationWords(job.callback.timeoutMs))}
-      {row('Retry policy', describeRetry(job.retry))}
-      {row('Relevancy window', job.relevancyWindowMs === null ? orNone('') : `${durationWords(job.relevancyWindowMs)} after the scheduled time`)}
-      {row('Delivery mode', job.deliveryMode)}
-      {row('Overlap', job.overlapPolicy === 'skip' ? 'skip: no new run while the previous one is in flight' : 'allow: runs may overlap')}
-      {row('Catch-up', job.catchUp === 'one' ? 'one: after downtime, one missed run' : job.catchUp === 'all' ? 'all: after downtime, every missed run' : 'none: missed runs are skipped')}
-      {row('Jitter', job.jitterMs ? `up to ${durationWords(job.jitterMs)}` : orNone(''))}
-      {row(
-        'Pause after failures',
-        job.pauseAfterFailures ? `after ${job.pauseAfterFailures} failed runs in a row (now ${job.consecutiveFailures})` : `never (${job.consecutiveFailures} failed runs in a row now)`,
-      )}
-      {row('Metadata', orNone(metadata.map(([k, v]) => `${k}=${v}`).join(', ')))}
-      {row('Payload', job.payload === undefined || job.payload === null ? orNone('') : <pre>{JSON.stringify(job.payload, null, 2)}</pre>)}
-      {row('Key', job.key ? <span class="mono">{job.key}</span> : orNone(''))}
-      {row('Job ID', <span class="mono">{job.jobId}</span>)}
-      {row('Created', <Time iso={job.createdAt} />)}
-      {row('Updated', <Time iso={job.updatedAt} />)}
-    </dl>
-  );
 }
 
 /** The next 10 occurrences of an active or paused job's schedule. */
@@ -129,20 +54,15 @@ function NextOccurrences({ job }: { job: Job }) {
       )}
       {list && list.length === 0 && !preview.error && <p class="muted">No occurrence left.</p>}
       {list && list.length > 0 && (
-        <ol class="occurrences" aria-label="Next occurrences">
-          {list.map((iso) => (
-            <li>
-              <Time iso={iso} />
-            </li>
-          ))}
-        </ol>
+        <Occurrences list={list} zone={scheduleZone(job)} />
       )}
     </section>
   );
 }
 
 /** The run history of a job, filtered by status, newest first. */
-function JobRuns({ jobId, tick }: { jobId: string; tick: number }) {
+function JobRuns({ job, tick, live }: { job: Job; tick: number; live: number }) {
+  const jobId = job.jobId;
   const { api } = useSession();
   const [status, setStatus] = useState('');
   const pager = usePager(status);
@@ -150,6 +70,10 @@ function JobRuns({ jobId, tick }: { jobId: string; tick: number }) {
     () => api<Page<'runs', Run>>('GET', `/v1/jobs/${encodeURIComponent(jobId)}/runs${qs({ status, limit: RUN_PAGE_SIZE, cursor: pager.cursor })}`),
     [jobId, status, pager.cursor, tick],
   );
+  const { refresh } = runs;
+  useEffect(() => {
+    if (live > 0) refresh();
+  }, [live, refresh]);
   const list = runs.data?.runs;
   return (
     <section aria-labelledby="runs-h">
@@ -166,9 +90,7 @@ function JobRuns({ jobId, tick }: { jobId: string; tick: number }) {
       </div>
       <ErrorNote error={runs.error} />
       {list && list.length === 0 && <p class="muted">{status ? `No ${status} run.` : 'No run yet.'}</p>}
-      {list && list.length > 0 && (
-        <RunsTable runs={list} busy={runs.loading} />
-      )}
+      {list && list.length > 0 && <RunsTable runs={list} busy={runs.loading} zone={scheduleZone(job)} />}
       {runs.loading && !list && <p class="muted">Loading…</p>}
       {list && pager.controls(runs.data?.nextCursor)}
     </section>
@@ -186,8 +108,19 @@ export function JobPage() {
   const job = useAsync(() => api<Job>('GET', path), [path, tick]);
   // Dead letters of this job still to replay: failed runs not yet dismissed (the newest 100 are looked at).
   const failed = useAsync(() => api<Page<'runs', Run>>('GET', `${path}/runs${qs({ status: 'failed', limit: 100 })}`), [path, tick]);
+  // The newest runs, any trigger: the last one that happened is shown with the facts.
+  const recent = useAsync(() => api<Page<'runs', Run>>('GET', `${path}/runs${qs({ limit: LAST_RUN_WINDOW })}`), [path, tick]);
   // Each action shows its outcome (or error), then reloads the job and its runs.
   const { busy, outcome, error: actionError, run: act } = useAction<Outcome>(() => setTick((t) => t + 1));
+  // Live: the job, its last run, its dead letters and its run history read again quietly.
+  const [live, setLive] = useState(0);
+  const refreshAll = useCallback(() => {
+    job.refresh();
+    failed.refresh();
+    recent.refresh();
+    setLive((n) => n + 1);
+  }, [job.refresh, failed.refresh, recent.refresh]);
+  const liveState = useLiveRefresh(refreshAll);
 
   if (isNoSuchJob(job.error) && !job.data) return <NoSuchJob jobId={jobId} />;
   if (!job.data) {
@@ -288,27 +221,10 @@ export function JobPage() {
       </div>
       <ErrorNote error={actionError} />
       {j.status === 'canceled' && <p class="muted">This job is canceled: it will not run again. Its history is kept below.</p>}
-      <JobFacts job={j} />
+      <RefreshPauser live={liveState} />
+      <JobFacts job={j} lastRun={recent.data ? lastRunOf(recent.data.runs) : undefined} />
       {open && <NextOccurrences job={j} />}
-      <JobRuns jobId={j.jobId} tick={tick} />
-    </>
-  );
-}
-
-/** Whether loading a job failed because the tenant has no such job (404, or 400 for an id that is not a UUID). */
-export function isNoSuchJob(error: unknown): boolean {
-  return error instanceof ApiProblem && (error.status === 404 || error.status === 400);
-}
-
-/** The page for a job id the tenant does not have. */
-export function NoSuchJob({ jobId }: { jobId: string }) {
-  return (
-    <>
-      <h1>No such job</h1>
-      <p class="notice">No such job: there is no job {jobId} in this tenant.</p>
-      <p>
-        <a href="/console/jobs">Back to the jobs</a>
-      </p>
+      <JobRuns job={j} tick={tick} live={live} />
     </>
   );
 }

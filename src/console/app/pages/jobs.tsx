@@ -1,16 +1,21 @@
 /**
  * The job list (`/console/jobs`): filters by status, name/key search and metadata pairs (kept in the URL's query so
- * that "back" returns to the same list), 25 jobs a page, each with its schedule in words and its newest run's status.
+ * that "back" returns to the same list), 25 jobs a page, newest first (the column "Created"), each with its schedule in
+ * words, its next run and the outcome of its last finished run; the list updates itself (live, with a pause control).
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
+import { JOB_STATUSES } from '../../../domain/states.ts';
 import { qs } from '../api.ts';
+import { scheduleZone } from '../parts/job-facts.tsx';
+import { jobLabel } from '../parts/job-names.tsx';
+import { DeadLetterBanner } from '../parts/notices.tsx';
+import { RefreshPauser, useLiveRefresh } from '../parts/refresh-pauser.tsx';
+import { isFinal, lastRunOf } from '../parts/run-order.ts';
 import { describeSchedule } from '../schedule-words.ts';
 import { useSession } from '../session.tsx';
 import type { Job, Page, Run } from '../types.ts';
-import { ErrorNote, Field, Status, Time, useAsync, usePager } from '../ui.tsx';
-import { DeadLetterBanner } from './dead-letters.tsx';
-import { FINAL_RUN_STATUSES, JOB_STATUSES } from '../../../domain/states.ts';
+import { ErrorNote, Field, SortedHeader, Status, Time, useAsync, usePager } from '../ui.tsx';
 
 const PAGE_SIZE = 25;
 /** Most requests for the newest runs of a page's jobs in flight at once. */
@@ -62,13 +67,11 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
-/** The name a job goes by: its name, else its key, else its id. */
-export function jobLabel(job: Pick<Job, 'name' | 'key' | 'jobId'>): string {
-  return job.name || job.key || job.jobId;
-}
-
-/** The status of each job's newest finished run (null: none yet; 'error': could not be read), fetched for the page shown. */
-function useLastOutcomes(jobs: Job[] | undefined): Record<string, string | null> {
+/**
+ * The status of each job's last finished run (null: none yet; 'error': could not be read), read for the page shown,
+ * and again on each `tick` (a live refresh).
+ */
+function useLastOutcomes(jobs: Job[] | undefined, tick: number): Record<string, string | null> {
   const { api } = useSession();
   const [outcomes, setOutcomes] = useState<Record<string, string | null>>({});
   const generation = useRef(0);
@@ -81,14 +84,14 @@ function useLastOutcomes(jobs: Job[] | undefined): Record<string, string | null>
       try {
         // The newest run is usually the next one, still waiting: the outcome is the newest that has finished.
         const page = await api<Page<'runs', Run>>('GET', `/v1/jobs/${encodeURIComponent(job.jobId)}/runs${qs({ limit: OUTCOME_RUNS })}`);
-        status = page.runs.find((r) => r.status !== 'canceled' && FINAL_RUN_STATUSES.includes(r.status))?.status ?? null;
+        status = lastRunOf(page.runs.filter(isFinal))?.status ?? null;
       } catch {
         status = 'error';
       }
       if (n === generation.current) setOutcomes((o) => ({ ...o, [job.jobId]: status }));
     });
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [ids, api]);
+  }, [ids, api, tick]);
   return outcomes;
 }
 
@@ -131,7 +134,15 @@ export function JobsPage() {
   const pager = usePager(filterKey);
   const list = useAsync(() => api<Page<'jobs', Job>>('GET', `/v1/jobs${qs({ ...params, limit: PAGE_SIZE, cursor: pager.cursor })}`), [filterKey, pager.cursor]);
   const jobs = list.data?.jobs;
-  const outcomes = useLastOutcomes(jobs);
+  const [tick, setTick] = useState(0);
+  const { refresh } = list;
+  const live = useLiveRefresh(
+    useCallback(() => {
+      refresh();
+      setTick((t) => t + 1);
+    }, [refresh]),
+  );
+  const outcomes = useLastOutcomes(jobs, tick);
 
   return (
     <>
@@ -141,6 +152,7 @@ export function JobsPage() {
         <a class="button primary" href="/console/jobs/new">
           New job
         </a>
+        <RefreshPauser live={live} />
       </div>
       <form
         class="toolbar jobs-filters"
@@ -189,7 +201,8 @@ export function JobsPage() {
       {jobs && jobs.length === 0 && <p class="notice">{filtered ? 'No job matches' : 'No jobs yet'}</p>}
       {jobs && jobs.length > 0 && (
         <div class="table-wrap">
-          <table class="jobs-table" aria-busy={list.loading ? 'true' : undefined}>
+          <table class="jobs-table stack" aria-busy={list.loading ? 'true' : undefined}>
+            <caption class="order">Newest first, by when each job was created.</caption>
             <thead>
               <tr>
                 <th scope="col">Name</th>
@@ -198,6 +211,7 @@ export function JobsPage() {
                 <th scope="col">Next run</th>
                 <th scope="col">Last outcome</th>
                 <th scope="col">Metadata</th>
+                <SortedHeader label="Created" />
               </tr>
             </thead>
             <tbody>
@@ -205,17 +219,19 @@ export function JobsPage() {
                 const outcome = outcomes[job.jobId];
                 return (
                   <tr key={job.jobId}>
-                    <td class="wrap">
+                    <td class="wrap" data-label="Name">
                       <a href={`/console/jobs/${job.jobId}`}>{jobLabel(job)}</a>
                     </td>
-                    <td>
+                    <td data-label="Status">
                       <Status status={job.status} />
                     </td>
-                    <td class="wrap">{describeSchedule(job.schedule)}</td>
-                    <td>
-                      <Time iso={job.nextRunAt} />
+                    <td class="wrap" data-label="Schedule">
+                      {describeSchedule(job.schedule)}
                     </td>
-                    <td>
+                    <td data-label="Next run">
+                      <Time iso={job.nextRunAt} zone={scheduleZone(job)} />
+                    </td>
+                    <td data-label="Last outcome">
                       {outcome === undefined ? (
                         <span class="muted" aria-label="loading">
                           …
@@ -228,10 +244,13 @@ export function JobsPage() {
                         <Status status={outcome} />
                       )}
                     </td>
-                    <td class="wrap">
+                    <td class="wrap" data-label="Metadata">
                       {Object.entries(job.metadata)
                         .map(([k, v]) => `${k}=${v}`)
                         .join(', ')}
+                    </td>
+                    <td data-label="Created">
+                      <Time iso={job.createdAt} />
                     </td>
                   </tr>
                 );

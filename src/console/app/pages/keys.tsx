@@ -1,13 +1,34 @@
 /**
  * `/console/keys`: the tenant's API keys (create, with the key shown once; list; revoke) and its signing secret
  * (rotate, with the new secret shown once). Secrets are kept in component state only, never stored or put in a URL.
+ *
+ * `GET /v1/api-keys` lists only keys not revoked: the keys revoked from this tab stay listed, as revoked, for as long
+ * as the tab is signed in (kept in sessionStorage without any secret: name, prefix and times only).
  */
-import { useState } from 'preact/hooks';
+import { useMemo, useState } from 'preact/hooks';
 import { ApiProblem, storedKey } from '../api.ts';
 import { useSession } from '../session.tsx';
 import type { ApiKey, CreatedKey, Rotated } from '../types.ts';
-import { ConfirmButton, CopyButton, ErrorNote, Field, Time, useAction, useAsync } from '../ui.tsx';
-import { isoFromLocalInput } from '../local-time.ts';
+import { ConfirmButton, CopyButton, ErrorNote, Field, SortedHeader, Status, Time, useAction, useAsync } from '../ui.tsx';
+import { isoOfWallInput, viewerZone } from '../zones.ts';
+
+/** A key revoked from this tab, as listed. */
+type RevokedKey = ApiKey & { revokedAt: string };
+
+const REVOKED_STORAGE = 'chime.console.revokedKeys';
+
+/** The keys revoked from this tab (sessionStorage; cleared when the tab signs out). */
+function revokedKeys(): RevokedKey[] {
+  try {
+    return JSON.parse(sessionStorage.getItem(REVOKED_STORAGE) ?? '[]') as RevokedKey[];
+  } catch {
+    return [];
+  }
+}
+function rememberRevoked(key: ApiKey): void {
+  const kept = revokedKeys().filter((k) => k.keyId !== key.keyId);
+  sessionStorage.setItem(REVOKED_STORAGE, JSON.stringify([{ ...key, revokedAt: new Date().toISOString() }, ...kept]));
+}
 
 /** The keys and secrets page: API keys, then the signing secret. */
 export function KeysPage() {
@@ -21,7 +42,7 @@ export function KeysPage() {
 }
 
 function ApiKeys() {
-  const { api } = useSession();
+  const { api, signOut } = useSession();
   const keys = useAsync(() => api<{ apiKeys: ApiKey[] }>('GET', '/v1/api-keys'), []);
   const [name, setName] = useState('');
   const [expires, setExpires] = useState('');
@@ -29,12 +50,15 @@ function ApiKeys() {
   const { busy, outcome: created, error: createError, setOutcome: setCreated, run } = useAction<CreatedKey>(keys.reload);
   const [revokeError, setRevokeError] = useState<unknown>(null);
   const mine = storedKey();
+  const zone = useMemo(viewerZone, []);
+  /** Whether `k` is the key this tab is signed in with. */
+  const isMine = (k: ApiKey) => Boolean(mine?.startsWith(k.prefix));
   const fieldError = (path: string) => (createError instanceof ApiProblem ? createError.fieldError(path) : undefined);
 
   const create = (e: Event) => {
     e.preventDefault();
     return run(async () => {
-      const expiresAt = isoFromLocalInput(expires);
+      const expiresAt = isoOfWallInput(expires, zone);
       const k = await api<CreatedKey>('POST', '/v1/api-keys', { name: name.trim(), ...(expiresAt ? { expiresAt } : {}) });
       setName('');
       setExpires('');
@@ -46,18 +70,21 @@ function ApiKeys() {
     setRevokeError(null);
     try {
       await api<void>('DELETE', `/v1/api-keys/${encodeURIComponent(k.keyId)}`);
+      if (isMine(k)) return signOut('You revoked the API key this tab was signed in with: sign in with another key.');
+      rememberRevoked(k);
       if (created?.keyId === k.keyId) setCreated(null);
     } catch (err) {
       setRevokeError(err);
     }
-    // Reloading with this tab's own key revoked answers 401, which signs the tab out.
     keys.reload();
   };
 
   const nameError = fieldError('name');
   const expiresError = fieldError('expiresAt');
   const otherError = createError && !nameError && !expiresError ? createError : null;
-  const list = keys.data?.apiKeys ?? [];
+  const active = keys.data?.apiKeys ?? [];
+  const revoked = revokedKeys().filter((r) => !active.some((k) => k.keyId === r.keyId));
+  const list: (ApiKey & { revokedAt?: string })[] = [...active, ...revoked].sort((x, y) => y.createdAt.localeCompare(x.createdAt));
 
   return (
     <section aria-labelledby="api-keys-title">
@@ -88,7 +115,7 @@ function ApiKeys() {
             onChange={(e) => setExpires(e.currentTarget.value)}
           />
           <small class="hint" id="key-expires-hint">
-            Optional, in your time zone; empty: never expires.
+            Optional, in your time zone ({zone}); empty: never expires.
           </small>
         </Field>
         <button type="submit" class="primary" disabled={busy}>
@@ -108,14 +135,16 @@ function ApiKeys() {
         <p class="muted">No API keys.</p>
       ) : (
         <div class="table-wrap" aria-busy={keys.loading}>
-          <table class="keys">
+          <table class="keys stack">
+            <caption class="order">Newest first, by when each key was created.</caption>
             <thead>
               <tr>
                 <th scope="col">Name</th>
                 <th scope="col">Prefix</th>
-                <th scope="col">Created</th>
+                <SortedHeader label="Created" />
                 <th scope="col">Expires</th>
                 <th scope="col">Last used</th>
+                <th scope="col">State</th>
                 <th scope="col">
                   <span class="sr-only">Actions</span>
                 </th>
@@ -123,27 +152,42 @@ function ApiKeys() {
             </thead>
             <tbody>
               {list.map((k) => (
-                <tr key={k.keyId}>
-                  <td class="wrap">
+                <tr key={k.keyId} class={k.revokedAt ? 'revoked' : undefined}>
+                  <td class="wrap" data-label="Name">
                     {k.name}
-                    {mine?.startsWith(k.prefix) && <span class="muted"> (this tab)</span>}
+                    {!k.revokedAt && isMine(k) && <span class="muted"> (this tab)</span>}
                   </td>
-                  <td>
+                  <td data-label="Prefix">
                     <code>{k.prefix}</code>
                   </td>
-                  <td>
+                  <td data-label="Created">
                     <Time iso={k.createdAt} />
                   </td>
-                  <td>{k.expiresAt ? <Time iso={k.expiresAt} /> : <span class="muted">never</span>}</td>
-                  <td>{k.lastUsedAt ? <Time iso={k.lastUsedAt} /> : <span class="muted">never</span>}</td>
-                  <td>
-                    <ConfirmButton
-                      label="Revoke"
-                      question={`Revoke key ${k.name}? Requests with it stop at once.`}
-                      confirmLabel="Yes, revoke"
-                      danger
-                      onConfirm={() => void revoke(k)}
-                    />
+                  <td data-label="Expires">{k.expiresAt ? <Time iso={k.expiresAt} /> : <span class="muted">never</span>}</td>
+                  <td data-label="Last used">{k.lastUsedAt ? <Time iso={k.lastUsedAt} /> : <span class="muted">never</span>}</td>
+                  <td data-label="State">
+                    {k.revokedAt ? (
+                      <>
+                        <Status status="revoked" /> <Time iso={k.revokedAt} />
+                      </>
+                    ) : (
+                      <Status status="active" />
+                    )}
+                  </td>
+                  <td class="row-end">
+                    {!k.revokedAt && (
+                      <ConfirmButton
+                        label="Revoke"
+                        question={
+                          isMine(k)
+                            ? `Revoke key ${k.name}? This tab is signed in with it: revoking it signs you out at once.`
+                            : `Revoke key ${k.name}? Requests with it stop at once.`
+                        }
+                        confirmLabel={isMine(k) ? 'Yes, revoke and sign out' : 'Yes, revoke'}
+                        danger
+                        onConfirm={() => void revoke(k)}
+                      />
+                    )}
                   </td>
                 </tr>
               ))}

@@ -8,7 +8,7 @@ import { FINAL_RUN_STATUSES } from '../../../domain/states.ts';
 import { useSession } from '../session.tsx';
 import type { RunWithAttempts } from '../types.ts';
 import { ConfirmButton, ErrorNote, Status, Time, useAction, useAsync } from '../ui.tsx';
-import { JobLink, useJobNames } from './dead-letters.tsx';
+import { JobLink, useJobNames } from '../parts/job-names.tsx';
 
 const POLL_MS = 2_000;
 
@@ -122,7 +122,7 @@ export function RunPage() {
             <p class="muted">No attempts yet.</p>
           ) : (
             <div class="table-wrap">
-              <table class="attempts">
+              <table class="attempts stack">
                 <thead>
                   <tr>
                     <th scope="col">Attempt</th>
@@ -137,15 +137,19 @@ export function RunPage() {
                 <tbody>
                   {run.attemptLog.map((a) => (
                     <tr key={a.attempt}>
-                      <td>{a.attempt}</td>
-                      <td>
+                      <td data-label="Attempt">{a.attempt}</td>
+                      <td data-label="Started">
                         <Time iso={a.startedAt} />
                       </td>
-                      <td>{a.durationMs ?? <span class="muted">—</span>}</td>
-                      <td>{a.responseStatus ?? <span class="muted">—</span>}</td>
-                      <td>{a.errorClass ?? <span class="muted">—</span>}</td>
-                      <td class="wrap error-text">{a.error ?? <span class="muted">—</span>}</td>
-                      <td class="response">{a.responseBodyExcerpt ? <pre>{a.responseBodyExcerpt}</pre> : <span class="muted">—</span>}</td>
+                      <td data-label="Duration (ms)">{a.durationMs ?? <span class="muted">—</span>}</td>
+                      <td data-label="Status code">{a.responseStatus ?? <span class="muted">—</span>}</td>
+                      <td data-label="Error class">{a.errorClass ?? <span class="muted">—</span>}</td>
+                      <td class="wrap error-text" data-label="Error">
+                        {a.error ?? <span class="muted">—</span>}
+                      </td>
+                      <td class="response" data-label="Response">
+                        {a.responseBodyExcerpt ? <pre>{a.responseBodyExcerpt}</pre> : <span class="muted">—</span>}
+                      </td>
                     </tr>
                   ))}
                 </tbody>

@@ -1,18 +1,20 @@
 /**
- * `/console/runs`: every run of the tenant's jobs, newest first, filtered by status, job and a span of `scheduledFor`.
- * The filters live in the URL query (`?status=failed&jobId=…&since=…&until=…`, instants as UTC ISO), so a filtered
- * view can be linked to and survives a reload.
+ * `/console/runs`: every run of the tenant's jobs, newest first (by creation, the API's order, shown as a column),
+ * filtered by status, job and a span of `scheduledFor`. The filters live in the URL query
+ * (`?status=failed&jobId=…&since=…&until=…`, instants as UTC ISO), so a filtered view can be linked to and survives a
+ * reload. The list updates itself (live, with a pause control).
  */
 import { useLocation } from 'preact-iso';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { RUN_STATUSES } from '../../../domain/states.ts';
 import { qs } from '../api.ts';
+import { useJobNames } from '../parts/job-names.tsx';
+import { RefreshPauser, useLiveRefresh } from '../parts/refresh-pauser.tsx';
+import { RunsTable } from '../parts/runs-table.tsx';
 import { useSession } from '../session.tsx';
 import type { Page, Run } from '../types.ts';
 import { ErrorNote, Field, useAsync, usePager } from '../ui.tsx';
-import { useJobNames } from './dead-letters.tsx';
-import { RunsTable } from '../runs-table.tsx';
-import { isoFromLocalInput, localInputFromIso } from '../local-time.ts';
+import { isoOfWallInput, viewerZone, wallInputOf } from '../zones.ts';
 
 const PAGE_SIZE = 50;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -49,6 +51,8 @@ export function RunsPage() {
     () => api<Page<'runs', Run>>('GET', `/v1/runs${qs({ ...filters, limit: PAGE_SIZE, cursor: pager.cursor })}`),
     [filterKey, pager.cursor],
   );
+  const live = useLiveRefresh(list.refresh);
+  const zone = useMemo(viewerZone, []);
   const runs = list.data?.runs ?? [];
   const jobName = useJobNames(runs.map((r) => r.jobId));
   const filtered = Object.values(filters).some(Boolean);
@@ -92,16 +96,16 @@ export function RunsPage() {
           <input
             id="runs-since"
             type="datetime-local"
-            value={localInputFromIso(filters.since)}
-            onChange={(e) => setFilters({ since: isoFromLocalInput(e.currentTarget.value) })}
+            value={wallInputOf(filters.since, zone)}
+            onChange={(e) => setFilters({ since: isoOfWallInput(e.currentTarget.value, zone) })}
           />
         </Field>
         <Field id="runs-until" label="Until">
           <input
             id="runs-until"
             type="datetime-local"
-            value={localInputFromIso(filters.until)}
-            onChange={(e) => setFilters({ until: isoFromLocalInput(e.currentTarget.value) })}
+            value={wallInputOf(filters.until, zone)}
+            onChange={(e) => setFilters({ until: isoOfWallInput(e.currentTarget.value, zone) })}
           />
         </Field>
         {filtered && (
@@ -110,7 +114,10 @@ export function RunsPage() {
           </button>
         )}
       </form>
-      <p class="hint">Since and Until bound when a run was scheduled for, in your time zone (Until excluded).</p>
+      <p class="hint">
+        Since and Until bound when a run was scheduled for, in your time zone ({zone}; Until excluded).
+      </p>
+      <RefreshPauser live={live} />
       <ErrorNote error={list.error} />
 
       {list.data && runs.length === 0 && pager.cursor === undefined ? (

@@ -18,7 +18,7 @@ const DAY_S = 86_400;
 type Day = Usage['daily'][number];
 type Outcome = 'succeeded' | 'failed' | 'expired' | 'skipped';
 
-/** The outcomes bottom to top of each stacked bar, with their colours (those of the status badges). */
+/** The outcomes bottom to top of each stacked bar, with their colours (those of the status badges; console.css `.swatch-*` too). */
 const OUTCOMES: { key: Outcome; label: string; colour: string }[] = [
   { key: 'succeeded', label: 'Succeeded', colour: '#2e9e5b' },
   { key: 'failed', label: 'Failed', colour: '#c8372d' },
@@ -91,15 +91,23 @@ export function UsagePage() {
               {dayLabel(dayStart(u.daily[u.daily.length - 1]?.date ?? ''))}.
             </figcaption>
             <RunsChart daily={u.daily} />
+            <ul class="legend" aria-label="Legend">
+              {OUTCOMES.map((o) => (
+                <li>
+                  <span class={`swatch swatch-${o.key}`} aria-hidden="true" />
+                  {o.label}
+                </li>
+              ))}
+            </ul>
           </figure>
           <div class="table-wrap">
-            <table class="usage-days">
+            <table class="usage-days stack">
               <caption>Runs per day</caption>
               <thead>
                 <tr>
                   <th scope="col">Day (UTC)</th>
                   {OUTCOMES.map((o) => (
-                    <th scope="col" class="num">
+                    <th scope="col" class="num" key={o.key}>
                       {o.label}
                     </th>
                   ))}
@@ -115,9 +123,13 @@ export function UsagePage() {
                       <time dateTime={d.date}>{d.date}</time>
                     </th>
                     {OUTCOMES.map((o) => (
-                      <td class="num">{d[o.key]}</td>
+                      <td class="num" data-label={o.label}>
+                        {d[o.key]}
+                      </td>
                     ))}
-                    <td class="num">{d.attempts}</td>
+                    <td class="num" data-label="Attempts">
+                      {d.attempts}
+                    </td>
                   </tr>
                 ))}
               </tbody>
@@ -141,8 +153,8 @@ function Card({ label, value, hint }: { label: string; value: string; hint?: str
 
 /**
  * The stacked bars of `daily`. uPlot has no stacking of its own: each series is drawn as the running total up to its
- * outcome, tallest first, so each later (shorter) bar covers the lower part of the one before; the legend and the
- * cursor show each outcome's own count.
+ * outcome, tallest first, so each later (shorter) bar covers the lower part of the one before; the table below gives
+ * each outcome's own count.
  */
 function RunsChart({ daily }: { daily: readonly Day[] }) {
   const host = useRef<HTMLDivElement>(null);
@@ -158,6 +170,8 @@ function RunsChart({ daily }: { daily: readonly Day[] }) {
       height: CHART_HEIGHT,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       cursor: { points: { show: false }, drag: { x: false, y: false } },
+      // The legend is the page's own (one entry per outcome, bottom to top); the table below has every count.
+      legend: { show: false },
       scales: {
         x: { time: true, range: (_u, min, max) => [min - DAY_S / 2, max + DAY_S / 2] },
         y: { range: () => [0, top === 0 ? 1 : Math.ceil(top * 1.1)] },
@@ -167,7 +181,7 @@ function RunsChart({ daily }: { daily: readonly Day[] }) {
         { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7], size: 56 },
       ],
       series: [
-        { label: 'Day', value: (_u, v) => (v === null ? '—' : dayLabel(v)) },
+        { label: 'Day' },
         ...drawn.map(({ outcome }) => ({
           label: outcome.label,
           fill: outcome.colour,
@@ -175,7 +189,6 @@ function RunsChart({ daily }: { daily: readonly Day[] }) {
           width: 0,
           paths: uPlot.paths.bars!({ size: [0.7, 48], align: 0 }),
           points: { show: false },
-          value: (_u: uPlot, _v: number | null, _s: number, i: number | null) => (i === null ? '—' : String(daily[i]?.[outcome.key] ?? '—')),
         })),
       ],
     };

@@ -1,0 +1,120 @@
+/**
+ * The job form's fieldsets: the job, its schedule (the fields of its type, the time zone picker, the live preview),
+ * the callback, retries, delivery and data. Each shows what `FormApi` holds and writes back through it.
+ */
+import type { ComponentChildren } from 'preact';
+import { useMemo } from 'preact/hooks';
+import { viewerZone, zoneChoices } from '../zones.ts';
+import { AreaField, CheckField, LocalTimeField, SelectField, TextField, TokenField, type FormApi } from './fields.tsx';
+import { ADVANCED_FIELDS, CATCH_UP_POLICIES, DELIVERY_MODES, HTTP_METHODS, OVERLAP_POLICIES, RETRY_STRATEGIES, SCHEDULE_TYPES, scheduleFields } from './form-model.ts';
+
+/** A fieldset with its legend. */
+function Section({ legend, children }: { legend: string; children: ComponentChildren }) {
+  return (
+    <fieldset>
+      <legend>{legend}</legend>
+      {children}
+    </fieldset>
+  );
+}
+
+/** Name, and (for a new job) key. */
+export function JobSection({ f, edit }: { f: FormApi; edit: boolean }) {
+  return (
+    <Section legend="Job">
+      <div class="grid">
+        <TextField f={f} name="name" hint="Optional" attrs={{ maxLength: 200, autocomplete: 'off' }} />
+        {!edit && <TextField f={f} name="key" hint="Optional, unique: letters, digits and . _ : ~ -" attrs={{ maxLength: 200, autocomplete: 'off', spellcheck: false }} />}
+      </div>
+    </Section>
+  );
+}
+
+/** The schedule: its type, the fields of that type, and `preview` (the next occurrences) under them. */
+export function ScheduleSection({ f, preview }: { f: FormApi; preview: ComponentChildren }) {
+  const zones = useMemo(() => zoneChoices(f.state.tz), [f.state.tz]);
+  const shown = scheduleFields(f.state.type);
+  const yours = `in your time zone (${viewerZone()})`;
+  return (
+    <Section legend="Schedule">
+      <div class="grid">
+        <SelectField f={f} name="type" options={SCHEDULE_TYPES} />
+        {shown.includes('at') && <LocalTimeField f={f} name="at" hint={`In your time zone (${viewerZone()})`} />}
+        {shown.includes('delay') && <TextField f={f} name="delay" hint="After the job is saved" attrs={{ inputMode: 'decimal' }} />}
+        {shown.includes('every') && <TextField f={f} name="every" hint="At least 1 second" attrs={{ inputMode: 'decimal' }} />}
+        {shown.includes('expr') && (
+          <TextField f={f} name="expr" hint="minute hour day-of-month month day-of-week, or @daily, @hourly…" attrs={{ placeholder: '0 9 * * *', spellcheck: false, autocomplete: 'off' }} />
+        )}
+        {shown.includes('tz') && <SelectField f={f} name="tz" options={zones} hint="The zone whose clock the expression follows" />}
+        {shown.includes('start') && <LocalTimeField f={f} name="start" hint={`Optional, ${yours}`} />}
+        {shown.includes('end') && <LocalTimeField f={f} name="end" hint={`Optional, ${yours}`} />}
+      </div>
+      {shown.includes('dates') && <AreaField f={f} name="dates" placeholder={'2026-12-01T09:00\n2026-12-24T18:30:00Z'} hint={`RFC 3339 with an offset, or 2026-12-01T09:00 ${yours}`} />}
+      {preview}
+    </Section>
+  );
+}
+
+/** URL, method, auth token, success codes, timeout, headers. */
+export function CallbackSection({ f, tokenSet }: { f: FormApi; tokenSet: boolean }) {
+  return (
+    <Section legend="Callback">
+      <TextField f={f} name="url" url attrs={{ inputMode: 'url', placeholder: 'https://example.com/hooks/report', spellcheck: false, autocomplete: 'off' }} />
+      <div class="grid">
+        <SelectField f={f} name="method" options={HTTP_METHODS} />
+        <TokenField f={f} isSet={tokenSet} />
+        <TextField f={f} name="codes" hint="Codes or classes, comma-separated" attrs={{ placeholder: '2xx, 304', spellcheck: false }} />
+        <TextField f={f} name="timeout" hint="1000 to 60000" attrs={{ inputMode: 'numeric' }} />
+      </div>
+      <AreaField f={f} name="headers" placeholder="X-Team: ops" />
+    </Section>
+  );
+}
+
+/** The retry policy. */
+export function RetrySection({ f }: { f: FormApi }) {
+  return (
+    <Section legend="Retries">
+      <div class="grid">
+        <SelectField f={f} name="strategy" options={RETRY_STRATEGIES} />
+        <TextField f={f} name="attempts" hint="The first attempt included" attrs={{ inputMode: 'numeric' }} />
+        <TextField f={f} name="initial" attrs={{ inputMode: 'numeric' }} />
+        <TextField f={f} name="maxDelay" attrs={{ inputMode: 'numeric' }} />
+      </div>
+    </Section>
+  );
+}
+
+/** Relevancy window, delivery mode, pause after failures, and the advanced options (opened when one is in error). */
+export function DeliverySection({ f }: { f: FormApi }) {
+  const advancedInvalid = ADVANCED_FIELDS.some((name) => f.errors[name]);
+  return (
+    <Section legend="Delivery">
+      <div class="grid">
+        <TextField f={f} name="relevancy" hint="Empty: none. A run not started this long after its time is expired, never sent" attrs={{ inputMode: 'decimal' }} />
+        <SelectField f={f} name="delivery" options={DELIVERY_MODES} hint="at-most-once never re-sends after an ambiguous outcome" />
+        <TextField f={f} name="pause" hint="Failed runs in a row before the job pauses; 0 = never" attrs={{ inputMode: 'numeric' }} />
+      </div>
+      <details class="advanced" open={advancedInvalid || undefined}>
+        <summary>More options: backoff multiplier, retry jitter, overlap, catch-up, jitter</summary>
+        <div class="grid">
+          <TextField f={f} name="multiplier" hint="Exponential backoff: 1 to 10" attrs={{ inputMode: 'decimal' }} />
+          <SelectField f={f} name="overlap" options={OVERLAP_POLICIES} hint="skip: no new run while the previous one is in flight" />
+          <SelectField f={f} name="catchUp" options={CATCH_UP_POLICIES} hint="After downtime: one missed run, all, or none" />
+          <TextField f={f} name="jitter" hint="Each run fires up to this much later (stable per job)" attrs={{ inputMode: 'numeric' }} />
+        </div>
+        <CheckField f={f} name="retryJitter" />
+      </details>
+    </Section>
+  );
+}
+
+/** Metadata and payload. */
+export function DataSection({ f }: { f: FormApi }) {
+  return (
+    <Section legend="Data">
+      <AreaField f={f} name="metadata" placeholder="team=ops" hint="At most 20 pairs" />
+      <AreaField f={f} name="payload" placeholder={'{ "report": "daily" }'} hint="The JSON body of each callback (not for GET)" />
+    </Section>
+  );
+}

@@ -1,0 +1,131 @@
+/**
+ * A job's facts in words, for its page: every setting (never the auth token, which the API does not return), its
+ * status with why it is paused or how its last run ended, its last run of any trigger, and its next run in the
+ * viewer's zone beside the schedule's own.
+ */
+import type { ComponentChildren } from 'preact';
+import { describeRetry, describeSchedule, durationWords } from '../schedule-words.ts';
+import type { Job, Run } from '../types.ts';
+import { Status, Time } from '../ui.tsx';
+
+/** Why a job is paused, in words. */
+function pausedWhy(job: Job): string | null {
+  switch (job.pausedReason) {
+    case 'manual':
+      return 'paused by you';
+    case 'gone':
+      return 'the receiver answered 410 Gone';
+    case 'consecutive_failures':
+      return `${job.consecutiveFailures} failed runs in a row`;
+    default:
+      return null;
+  }
+}
+
+/** The zone a job's schedule keeps its own clock in (a cron schedule's), if any. */
+export function scheduleZone(job: Pick<Job, 'schedule'>): string | undefined {
+  return job.schedule.type === 'cron' ? (job.schedule.timezone ?? 'UTC') : undefined;
+}
+
+/**
+ * A job that will not run again (completed, canceled) whose last run did not succeed: so that a one-off whose only
+ * run failed does not read as done and fine.
+ */
+function endedBadly(job: Job, last: Run | null): string | null {
+  if (job.status !== 'completed' && job.status !== 'canceled') return null;
+  if (!last || last.status === 'succeeded') return null;
+  return last.status === 'running' || last.status === 'retrying' ? `its last run is still ${last.status}` : `its last run ${last.status}`;
+}
+
+const orNone = (text: string) => (text ? text : <span class="muted">none</span>);
+
+/** The last run of a job: when, how it ended, what started it, linked to its attempts. */
+function LastRun({ run }: { run: Run | null | undefined }) {
+  if (run === undefined) return <span class="muted">…</span>;
+  if (run === null) return <span class="muted">none yet</span>;
+  return (
+    <>
+      <Status status={run.status} /> <a href={`/console/runs/${run.runId}`}>
+        <Time iso={run.startedAt ?? run.finishedAt} />
+      </a> <span class="muted">({run.trigger})</span>
+    </>
+  );
+}
+
+/**
+ * The facts list of a job.
+ * @param lastRun the run that happened last, any trigger (undefined while unknown, null when none has)
+ */
+export function JobFacts({ job, lastRun }: { job: Job; lastRun: Run | null | undefined }) {
+  const why = pausedWhy(job);
+  const badEnd = endedBadly(job, lastRun ?? null);
+  const zone = scheduleZone(job);
+  const headers = Object.entries(job.callback.headers);
+  const metadata = Object.entries(job.metadata);
+  const row = (term: string, value: ComponentChildren) => (
+    <>
+      <dt>{term}</dt>
+      <dd>{value}</dd>
+    </>
+  );
+  return (
+    <dl class="facts">
+      {row(
+        'Status',
+        <>
+          <Status status={job.status} />
+          {why && ` — ${why}`}
+          {badEnd && <strong class="bad-end"> — {badEnd}</strong>}
+        </>,
+      )}
+      {row('Schedule', describeSchedule(job.schedule))}
+      {row('Next run', <Time iso={job.nextRunAt} zone={zone} />)}
+      {row('Last run', <LastRun run={lastRun} />)}
+      {row(
+        'Last scheduled run',
+        <>
+          <Time iso={job.lastRunAt} zone={zone} /> <small class="muted">(the schedule's own; manual runs and replays are not counted)</small>
+        </>,
+      )}
+      {row(
+        'Callback',
+        <>
+          <code>{job.callback.method}</code> <span class="mono">{job.callback.url}</span>
+        </>,
+      )}
+      {row(
+        'Headers',
+        headers.length ? (
+          <ul class="plain">
+            {headers.map(([k, v]) => (
+              <li class="mono">
+                {k}: {v}
+              </li>
+            ))}
+          </ul>
+        ) : (
+          orNone('')
+        ),
+      )}
+      {row('Authorization', job.callback.hasAuthToken ? 'Auth token: set' : 'Auth token: none')}
+      {row('Success codes', job.callback.successStatusCodes.join(', '))}
+      {row('Timeout', durationWords(job.callback.timeoutMs))}
+      {row('Retry policy', describeRetry(job.retry))}
+      {row('Relevancy window', job.relevancyWindowMs === null ? orNone('') : `${durationWords(job.relevancyWindowMs)} after the scheduled time`)}
+      {row('Delivery mode', job.deliveryMode)}
+      {row('Overlap', job.overlapPolicy === 'skip' ? 'skip: no new run while the previous one is in flight' : 'allow: runs may overlap')}
+      {row('Catch-up', job.catchUp === 'one' ? 'one: after downtime, one missed run' : job.catchUp === 'all' ? 'all: after downtime, every missed run' : 'none: missed runs are skipped')}
+      {row('Jitter', job.jitterMs ? `up to ${durationWords(job.jitterMs)}` : orNone(''))}
+      {row(
+        'Pause after failures',
+        job.pauseAfterFailures ? `after ${job.pauseAfterFailures} failed runs in a row (now ${job.consecutiveFailures})` : `never (${job.consecutiveFailures} failed runs in a row now)`,
+      )}
+      {row('Metadata', orNone(metadata.map(([k, v]) => `${k}=${v}`).join(', ')))}
+      {row('Payload', job.payload === undefined || job.payload === null ? orNone('') : <pre>{JSON.stringify(job.payload, null, 2)}</pre>)}
+      {row('Key', job.key ? <span class="mono">{job.key}</span> : orNone(''))}
+      {row('Job ID', <span class="mono">{job.jobId}</span>)}
+      {row('Created', <Time iso={job.createdAt} />)}
+      {row('Updated', <Time iso={job.updatedAt} />)}
+    </dl>
+  );
+}
