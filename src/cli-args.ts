@@ -4,7 +4,7 @@
  * command's help on stderr and exits 2, never a stack trace. Both are thrown as `UsageExitError`, which the CLI's entry
  * point turns into output and an exit code.
  */
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import pkg from '../package.json' with { type: 'json' };
 import { DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT } from './config.ts';
 
@@ -177,7 +177,9 @@ function commandList(specs: readonly CommandSpec[], indent = '  '): string {
   return specs
     .map((c) => {
       const synopsis = `${indent}${c.name}${c.args ? ` ${c.args}` : ''}`;
-      return synopsis.length + 2 <= column ? `${synopsis.padEnd(column)}${c.summary}\n` : `${synopsis}\n${' '.repeat(column)}${c.summary}\n`;
+      return synopsis.length + 2 <= column
+        ? `${synopsis.padEnd(column)}${c.summary}\n`
+        : `${synopsis}\n${' '.repeat(column)}${c.summary}\n`;
     })
     .join('');
 }

@@ -4,33 +4,44 @@
  * SIGTERM (or SIGINT) drains: the API stops accepting, the dispatcher stops claiming and lets in-flight callbacks
  * finish within CHIME_SHUTDOWN_GRACE_MS (a second signal cuts that short), leases of the rest are released, exit 0.
  */
-import { serve as serveHttp, type ServerType } from '@hono/node-server';
+import { type ServerType, serve as serveHttp } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
-import { pino, type Logger } from 'pino';
+import { type Logger, pino } from 'pino';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Agent } from 'undici';
 import pkg from '../package.json' with { type: 'json' };
-import { collectDefaultMetrics, Registry } from 'prom-client';
 import { createApp } from './api/app.ts';
-import { createHousekeeper, type Housekeeper } from './dispatch/housekeeping.ts';
-import { createDispatchMetrics, registerDueBacklog } from './dispatch/metrics.ts';
-import { countDueRuns } from './store/queue/due-backlog.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { type MetricsExposition, opsRoutes } from './api/ops.ts';
+import {
+  KEYS_ROTATE_JWT,
+  LISTEN,
+  MIGRATE,
+  NODE,
+  parseCommand,
+  resolveCommand,
+  SERVE,
+  TENANT_CREATE,
+  UsageExitError,
+  usageError,
+} from './cli-args.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
+import { loadWebAssets } from './console/load-node.ts';
 import { createCallbackAgent, createDeliver } from './dispatch/deliver.ts';
 import { createDispatcher, type Dispatcher } from './dispatch/drivers/node-dispatcher.ts';
 import { resolvePublicHost } from './dispatch/guard.ts';
+import { createHousekeeper, type Housekeeper } from './dispatch/housekeeping.ts';
 import { createNodeJwtSigner } from './dispatch/jwt-node.ts';
 import { createKeyring } from './dispatch/keyring.ts';
-import { openRuntime, startClockSync, type Runtime } from './runtime.ts';
+import { createDispatchMetrics, registerDueBacklog } from './dispatch/metrics.ts';
+import { createdTenantJson, ensureFirstTenant } from './first-tenant.ts';
 import { tuneHeap } from './heap-tuning.ts';
+import { openRuntime, type Runtime, startClockSync } from './runtime.ts';
 import { CipherError } from './store/cipher.ts';
 import { errorChain } from './store/db.ts';
-import { checkPostgresPatch, PostgresPatchError } from './store/postgres-patch.ts';
 import { ensureJwtKey, JWKS_GRACE_MS, rotateJwtKey } from './store/jwt-keys.ts';
+import { checkPostgresPatch, PostgresPatchError } from './store/postgres-patch.ts';
+import { countDueRuns } from './store/queue/due-backlog.ts';
 import { createTenant } from './store/tenants.ts';
-import { createdTenantJson, ensureFirstTenant } from './first-tenant.ts';
-import { opsRoutes, type MetricsExposition } from './api/ops.ts';
-import { KEYS_ROTATE_JWT, LISTEN, MIGRATE, NODE, parseCommand, resolveCommand, SERVE, TENANT_CREATE, usageError, UsageExitError } from './cli-args.ts';
-import { loadWebAssets } from './console/load-node.ts';
 
 const ROLES = ['api', 'dispatcher', 'all'] as const;
 /**
@@ -70,7 +81,7 @@ async function main(argv: string[]): Promise<number> {
       const rt = await openDatabase(loadConfig(process.env));
       try {
         const t = await createTenant(rt.store, values.name);
-        process.stdout.write(JSON.stringify(createdTenantJson(t), null, 2) + '\n');
+        process.stdout.write(`${JSON.stringify(createdTenantJson(t), null, 2)}\n`);
       } finally {
         await rt.database.close();
       }
@@ -81,8 +92,10 @@ async function main(argv: string[]): Promise<number> {
       const rt = await openDatabase(loadConfig(process.env));
       try {
         const key = await rotateJwtKey(rt.store);
-        process.stdout.write(JSON.stringify({ kid: key.kid, createdAt: new Date(key.createdAtMs).toISOString() }) + '\n');
-        process.stderr.write(`new JWT signing key ${key.kid}; dispatchers switch to it within a minute, the old key stays in the JWKS ${JWKS_GRACE_MS / 60_000} minutes\n`);
+        process.stdout.write(`${JSON.stringify({ kid: key.kid, createdAt: new Date(key.createdAtMs).toISOString() })}\n`);
+        process.stderr.write(
+          `new JWT signing key ${key.kid}; dispatchers switch to it within a minute, the old key stays in the JWKS ${JWKS_GRACE_MS / 60_000} minutes\n`,
+        );
       } finally {
         await rt.database.close();
       }
@@ -95,11 +108,16 @@ async function main(argv: string[]): Promise<number> {
       if (!(port <= 65535)) throw usageError(LISTEN, `--port must be a port number (0-65535), not "${values.port}"`);
       const secrets = values.secret ?? (process.env.CHIME_SIGNING_SECRET ? [process.env.CHIME_SIGNING_SECRET] : []);
       const { runListen } = await import('./listen.ts');
-      const listener = await runListen({ port, secrets, out: process.stdout, ...(values.jwks ? { jwksUrl: values.jwks } : {}) }).catch((err: unknown) => {
-        if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new StartupError(`cannot listen on port ${port}: it is in use (EADDRINUSE); pass another --port`);
-        throw err;
-      });
-      process.stderr.write(`listening for callbacks on ${listener.url}${secrets.length ? '' : ' (no --secret: signatures are not checked)'}\n`);
+      const listener = await runListen({ port, secrets, out: process.stdout, ...(values.jwks ? { jwksUrl: values.jwks } : {}) }).catch(
+        (err: unknown) => {
+          if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE')
+            throw new StartupError(`cannot listen on port ${port}: it is in use (EADDRINUSE); pass another --port`);
+          throw err;
+        },
+      );
+      process.stderr.write(
+        `listening for callbacks on ${listener.url}${secrets.length ? '' : ' (no --secret: signatures are not checked)'}\n`,
+      );
       await new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));
       await listener.close();
       return 0;
@@ -165,7 +183,13 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   );
   if (role !== 'api') {
     callbackAgent = createCallbackAgent({ allowPrivate: config.allowPrivateDestinations });
-    housekeeper = createHousekeeper({ db: rt.database.db, clock: rt.clock, logger, retentionMs: config.retentionMs, metrics: dispatchMetrics });
+    housekeeper = createHousekeeper({
+      db: rt.database.db,
+      clock: rt.clock,
+      logger,
+      retentionMs: config.retentionMs,
+      metrics: dispatchMetrics,
+    });
     housekeeper.start();
     dispatcher = createDispatcher({
       metrics: dispatchMetrics,
@@ -255,7 +279,9 @@ function listenError(err: NodeJS.ErrnoException, config: Config): Error {
     case 'EADDRINUSE':
       return new StartupError(`cannot listen on ${where}: the port is in use (EADDRINUSE); set PORT to a free port, or stop what holds it`);
     case 'EACCES':
-      return new StartupError(`cannot listen on ${where}: permission denied (EACCES; ports below 1024 need privileges); set PORT to 1024 or above`);
+      return new StartupError(
+        `cannot listen on ${where}: permission denied (EACCES; ports below 1024 need privileges); set PORT to 1024 or above`,
+      );
     case 'EADDRNOTAVAIL':
       return new StartupError(`cannot listen on ${where}: ${config.host} is not an address of this machine (EADDRNOTAVAIL); set HOST`);
     case 'ENOTFOUND':
@@ -268,9 +294,20 @@ function listenError(err: NodeJS.ErrnoException, config: Config): Error {
 
 /** Connection-level failure codes of postgres.js and Node's net module: the server is not reachable as configured. */
 const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE',
-  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
-  '57P01', '57P03', // shutting down; starting up
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  '57P01',
+  '57P03', // shutting down; starting up
 ]);
 /** File-system failure codes of opening the embedded database's folder. */
 const DATA_DIR_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'ENOSPC', 'ELOOP', 'ENAMETOOLONG']);
@@ -305,14 +342,18 @@ function databaseError(err: unknown, config: Config): unknown {
   const detail = `${code}${code && found?.message ? ': ' : ''}${found?.message ? String(found.message) : ''}`;
   if (!config.databaseUrl) {
     if (!DATA_DIR_CODES.has(code)) return err;
-    return new StartupError(`cannot open the embedded database in ${config.dataDir} (${detail}); set CHIME_DATA_DIR to a folder this user may write`);
+    return new StartupError(
+      `cannot open the embedded database in ${config.dataDir} (${detail}); set CHIME_DATA_DIR to a folder this user may write`,
+    );
   }
   const server = databaseServer(config.databaseUrl);
   if (UNREACHABLE_CODES.has(code)) {
     return new StartupError(`cannot reach the database at ${server} (${detail}); check DATABASE_URL and that the server is up`);
   }
-  if (code.startsWith('28')) return new StartupError(`the database at ${server} refused the login (${detail}); check the user and password in DATABASE_URL`);
-  if (code === '3D000') return new StartupError(`the database at ${server} has no such database (${detail}); check the database name in DATABASE_URL`);
+  if (code.startsWith('28'))
+    return new StartupError(`the database at ${server} refused the login (${detail}); check the user and password in DATABASE_URL`);
+  if (code === '3D000')
+    return new StartupError(`the database at ${server} has no such database (${detail}); check the database name in DATABASE_URL`);
   return err;
 }
 

@@ -22,7 +22,10 @@ const positiveInt = z.coerce.number().int().positive();
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(DEFAULT_PORT),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
   CHIME_DATA_DIR: z.string().min(1).default(DEFAULT_DATA_DIR),
   CHIME_EMBEDDED_SYNC: z.enum(['on', 'off']).default('on'),
   CHIME_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),

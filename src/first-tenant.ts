@@ -7,7 +7,7 @@ import { chmod, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import type { StoreContext } from './store/context.ts';
-import { query, type Db } from './store/db.ts';
+import { type Db, query } from './store/db.ts';
 import { createTenant } from './store/tenants.ts';
 
 /** Name of the file, in CHIME_DATA_DIR, that holds the first tenant's secrets. */
@@ -30,7 +30,10 @@ export function createdTenantJson(t: Awaited<ReturnType<typeof createTenant>>): 
  * @returns the file's path and what it holds, or null when the database had a tenant already
  * @throws the file system's error when the file cannot be written (nothing is committed then)
  */
-export async function ensureFirstTenant(store: StoreContext, dataDir: string): Promise<{ file: string; created: CreatedTenantJson } | null> {
+export async function ensureFirstTenant(
+  store: StoreContext,
+  dataDir: string,
+): Promise<{ file: string; created: CreatedTenantJson } | null> {
   return (store.db as Db).transaction(async (tx) => {
     // Serializes two starts on one database (the embedded one is locked to one process; this is for any other).
     await tx.execute(sql`lock table tenants in share row exclusive mode`);
@@ -38,7 +41,7 @@ export async function ensureFirstTenant(store: StoreContext, dataDir: string): P
     if (any) return null;
     const created = createdTenantJson(await createTenant({ ...store, db: tx }, FIRST_TENANT_NAME));
     const file = join(dataDir, FIRST_TENANT_FILE);
-    await writeFile(file, JSON.stringify(created, null, 2) + '\n', { mode: 0o600 });
+    await writeFile(file, `${JSON.stringify(created, null, 2)}\n`, { mode: 0o600 });
     await chmod(file, 0o600); // an existing file keeps its mode through writeFile
     return { file, created };
   });

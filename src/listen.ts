@@ -18,8 +18,8 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { decodeSigningSecret, verifyWebhook } from '@chime/receiver';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
 
 export type ListenOptions = {
   /** TCP port; 0 picks a free one (see the returned `url`). */

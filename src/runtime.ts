@@ -4,16 +4,16 @@
  */
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { OffsetClock, systemClock, type Clock } from './domain/clock.ts';
 import type { Config } from './config.ts';
 import { ConfigError } from './config.ts';
-import { createCipher, ENCRYPTION_KEY_BYTES, fromBase64Url, type Cipher } from './store/cipher.ts';
-import type { Database } from './store/db.ts';
+import { type Clock, OffsetClock, systemClock } from './domain/clock.ts';
+import { type Cipher, createCipher, ENCRYPTION_KEY_BYTES, fromBase64Url } from './store/cipher.ts';
 import type { StoreContext } from './store/context.ts';
+import type { Database } from './store/db.ts';
+import { measureClockOffset } from './store/db-time.ts';
 import { migrateEmbedded, migratePostgresUrl } from './store/migrate.ts';
 import { OpenJobsEstimates } from './store/open-jobs.ts';
 import { openPostgres } from './store/postgres.ts';
-import { measureClockOffset } from './store/db-time.ts';
 
 /** Name of the generated key file in CHIME_DATA_DIR (embedded database only). */
 export const KEY_FILE = 'encryption.key';
@@ -45,7 +45,8 @@ export function startClockSync(rt: Runtime, warn: (fields: Record<string, unknow
     try {
       const { offsetMs, roundTripMs } = await measureClockOffset(rt.database.db, systemClock);
       clock.offsetMs = offsetMs;
-      if (Math.abs(offsetMs) > CLOCK_WARN_MS) warn({ offsetMs: Math.round(offsetMs), roundTripMs }, "this host's clock is off the database's; Chime follows the database's");
+      if (Math.abs(offsetMs) > CLOCK_WARN_MS)
+        warn({ offsetMs: Math.round(offsetMs), roundTripMs }, "this host's clock is off the database's; Chime follows the database's");
     } catch (err) {
       warn({ err }, "measuring the database's clock failed; keeping the last offset");
     }
@@ -88,7 +89,7 @@ async function loadEncryptionKey(config: Config): Promise<Uint8Array> {
   }
   await mkdir(config.dataDir, { recursive: true });
   const key = crypto.getRandomValues(new Uint8Array(ENCRYPTION_KEY_BYTES));
-  await writeFile(file, Buffer.from(key).toString('base64') + '\n', { flag: 'wx', mode: 0o600 });
+  await writeFile(file, `${Buffer.from(key).toString('base64')}\n`, { flag: 'wx', mode: 0o600 });
   await chmod(file, 0o600);
   return key;
 }

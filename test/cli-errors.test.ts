@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runChime, type ChimeRun } from './support/chime-run.ts';
+import { type ChimeRun, runChime } from './support/chime-run.ts';
 import { TEST_ENCRYPTION_KEY } from './support/databases.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'chime-cli-errors-'));
@@ -40,10 +40,18 @@ describe('a busy port', () => {
   });
   afterAll(() => new Promise<void>((r) => holder.close(() => r())));
 
-  it.each([['all'], ['dispatcher']])('chime serve --role %s: one line naming the port and PORT, exit 1', async (role) => {
-    const run = await runChime({ PORT: String(port), HOST: '127.0.0.1', CHIME_DATA_DIR: join(scratch, `busy-${role}`) }, ['serve', '--role', role], 60_000);
-    expectOneLine(run, new RegExp(`^chime: cannot listen on 127\\.0\\.0\\.1:${port}: the port is in use \\(EADDRINUSE\\); set PORT`));
-  }, 90_000);
+  it.each([['all'], ['dispatcher']])(
+    'chime serve --role %s: one line naming the port and PORT, exit 1',
+    async (role) => {
+      const run = await runChime(
+        { PORT: String(port), HOST: '127.0.0.1', CHIME_DATA_DIR: join(scratch, `busy-${role}`) },
+        ['serve', '--role', role],
+        60_000,
+      );
+      expectOneLine(run, new RegExp(`^chime: cannot listen on 127\\.0\\.0\\.1:${port}: the port is in use \\(EADDRINUSE\\); set PORT`));
+    },
+    90_000,
+  );
 });
 
 describe('an unreachable database', () => {
@@ -57,24 +65,41 @@ describe('an unreachable database', () => {
   });
   const env = (url: string) => ({ DATABASE_URL: url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, PORT: '0', HOST: '127.0.0.1' });
 
-  it.each([['migrate'], ['serve']])('chime %s: one line naming the server and DATABASE_URL, exit 1', async (command) => {
-    const run = await runChime(env(`postgres://chime:${PASSWORD}@127.0.0.1:${closedPort}/chime`), [command], 60_000);
-    expectOneLine(run, new RegExp(`^chime: cannot reach the database at 127\\.0\\.0\\.1:${closedPort} \\(ECONNREFUSED.*\\); check DATABASE_URL`));
-  }, 90_000);
+  it.each([['migrate'], ['serve']])(
+    'chime %s: one line naming the server and DATABASE_URL, exit 1',
+    async (command) => {
+      const run = await runChime(env(`postgres://chime:${PASSWORD}@127.0.0.1:${closedPort}/chime`), [command], 60_000);
+      expectOneLine(
+        run,
+        new RegExp(`^chime: cannot reach the database at 127\\.0\\.0\\.1:${closedPort} \\(ECONNREFUSED.*\\); check DATABASE_URL`),
+      );
+    },
+    90_000,
+  );
 
   it('chime migrate on a name that does not resolve: one line naming DATABASE_URL, exit 1', async () => {
     const run = await runChime(env(`postgres://chime:${PASSWORD}@no-such-host.invalid:5432/chime`), ['migrate'], 60_000);
     expectOneLine(run, /^chime: cannot reach the database at no-such-host\.invalid:5432 \((ENOTFOUND|EAI_AGAIN).*\); check DATABASE_URL/);
   }, 90_000);
 
-  it.runIf(process.env.TEST_DATABASE_URL)('chime migrate with a wrong user or database name: one line naming DATABASE_URL, exit 1', async () => {
-    const base = new URL(process.env.TEST_DATABASE_URL!);
-    const wrongUser = new URL(base);
-    wrongUser.username = 'no_such_role_chime';
-    wrongUser.password = PASSWORD;
-    expectOneLine(await runChime(env(wrongUser.href), ['migrate'], 60_000), /^chime: the database at .* refused the login \(28.*\); check the user and password in DATABASE_URL$/);
-    const wrongDb = new URL(base);
-    wrongDb.pathname = '/no_such_database_chime';
-    expectOneLine(await runChime(env(wrongDb.href), ['migrate'], 60_000), /^chime: the database at .* has no such database \(3D000.*\); check the database name in DATABASE_URL$/);
-  }, 150_000);
+  it.runIf(process.env.TEST_DATABASE_URL)(
+    'chime migrate with a wrong user or database name: one line naming DATABASE_URL, exit 1',
+    async () => {
+      const base = new URL(process.env.TEST_DATABASE_URL!);
+      const wrongUser = new URL(base);
+      wrongUser.username = 'no_such_role_chime';
+      wrongUser.password = PASSWORD;
+      expectOneLine(
+        await runChime(env(wrongUser.href), ['migrate'], 60_000),
+        /^chime: the database at .* refused the login \(28.*\); check the user and password in DATABASE_URL$/,
+      );
+      const wrongDb = new URL(base);
+      wrongDb.pathname = '/no_such_database_chime';
+      expectOneLine(
+        await runChime(env(wrongDb.href), ['migrate'], 60_000),
+        /^chime: the database at .* has no such database \(3D000.*\); check the database name in DATABASE_URL$/,
+      );
+    },
+    150_000,
+  );
 });

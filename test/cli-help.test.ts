@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runChime, type ChimeRun } from './support/chime-run.ts';
+import { type ChimeRun, runChime } from './support/chime-run.ts';
 
 // An environment `loadConfig` rejects and a data folder nobody creates: help and usage errors must come before
 // either is looked at (a database opened would create the folder; a config loaded would exit 1).
@@ -39,10 +39,30 @@ describe('chime --help', () => {
 
   // Each command with words its help must contain: its name, its options, the environment it reads.
   const commands: [args: string[], expected: string[]][] = [
-    [['serve'], ['usage: chime serve', '--role', 'api|dispatcher|all', 'PORT', 'HOST', '0.0.0.0', 'DATABASE_URL', 'CHIME_DATA_DIR', 'CHIME_METRICS_TOKEN', '--help']],
+    [
+      ['serve'],
+      [
+        'usage: chime serve',
+        '--role',
+        'api|dispatcher|all',
+        'PORT',
+        'HOST',
+        '0.0.0.0',
+        'DATABASE_URL',
+        'CHIME_DATA_DIR',
+        'CHIME_METRICS_TOKEN',
+        '--help',
+      ],
+    ],
     [['migrate'], ['usage: chime migrate', 'DATABASE_URL', 'CHIME_DATA_DIR', '--help']],
-    [['tenant', 'create'], ['usage: chime tenant create', '--name NAME', 'DATABASE_URL', '--help']],
-    [['keys', 'rotate-jwt'], ['usage: chime keys rotate-jwt', 'DATABASE_URL', '--help']],
+    [
+      ['tenant', 'create'],
+      ['usage: chime tenant create', '--name NAME', 'DATABASE_URL', '--help'],
+    ],
+    [
+      ['keys', 'rotate-jwt'],
+      ['usage: chime keys rotate-jwt', 'DATABASE_URL', '--help'],
+    ],
     [['listen'], ['usage: chime listen', '--port', 'default 9000', '--secret', '--jwks', 'CHIME_SIGNING_SECRET', '--help']],
     [['node'], ['usage: chime node', '--help']],
     [['tenant'], ['usage: chime tenant <command>', 'tenant create --name NAME']],

@@ -27,7 +27,12 @@ function configRows(markdown: string): Map<string, string> {
 
 /** The environment variables a configuration module reads: the keys of its zod object (`NAME: schema`) and `env.X` reads. */
 function variablesRead(source: string): Set<string> {
-  return new Set([...source.matchAll(/^\s+((?:CHIME|DATABASE|PORT|HOST)[A-Z0-9_]*): [a-z]/gm), ...source.matchAll(/\benv\.((?:CHIME|DATABASE)_[A-Z0-9_]+)/g)].map((m) => m[1]!));
+  return new Set(
+    [
+      ...source.matchAll(/^\s+((?:CHIME|DATABASE|PORT|HOST)[A-Z0-9_]*): [a-z]/gm),
+      ...source.matchAll(/\benv\.((?:CHIME|DATABASE)_[A-Z0-9_]+)/g),
+    ].map((m) => m[1]!),
+  );
 }
 
 describe('the documents agree', () => {
@@ -48,7 +53,8 @@ describe('the documents agree', () => {
 
   it('every repository file a command help names exists', () => {
     for (const spec of COMMANDS) {
-      for (const [path] of commandHelp(spec).matchAll(/\b[\w./-]+\.md\b/g)) expect(existsSync(join(ROOT, path)), `${spec.name} --help names ${path}`).toBe(true);
+      for (const [path] of commandHelp(spec).matchAll(/\b[\w./-]+\.md\b/g))
+        expect(existsSync(join(ROOT, path)), `${spec.name} --help names ${path}`).toBe(true);
     }
     expect(commandHelp(COMMANDS.find((c) => c.name === 'node')!)).toContain('docs/protocol.md');
   });

@@ -14,7 +14,10 @@ type LockEntry = { hasInstallScript?: boolean; engines?: { node?: string } | str
 const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, LockEntry> };
 const pkg = JSON.parse(read('package.json')) as { allowScripts: Record<string, boolean>; engines: { node: string } };
 const readme = read('README.md');
-const notes = readme.slice(readme.indexOf('**What `npm ci` prints.**'), readme.indexOf('\n\n', readme.indexOf('**What `npm ci` prints.**')));
+const notes = readme.slice(
+  readme.indexOf('**What `npm ci` prints.**'),
+  readme.indexOf('\n\n', readme.indexOf('**What `npm ci` prints.**')),
+);
 
 /** The package name of a lock entry's path (`node_modules/a/node_modules/@s/b` → `@s/b`). */
 const nameOf = (path: string) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);

@@ -6,7 +6,7 @@
  * `Vary: Accept-Encoding`) when the runtime has the build's compressed forms and the browser accepts one, and the
  * pages carry a Content-Security-Policy without inline or eval'd script and with `frame-ancestors 'none'`.
  */
-import { Hono, type Context } from 'hono';
+import { type Context, Hono } from 'hono';
 import { ASSET_ENCODINGS, ASSET_PATH, type AssetEncoding, type AssetFile, type WebAssets } from '../console/assets.ts';
 import type { AppEnv } from './env.ts';
 import { ApiError, problemResponse } from './problems.ts';
@@ -98,7 +98,7 @@ export function consoleRoutes(assets: WebAssets | undefined): Hono<AppEnv> {
       'cache-control': 'public, max-age=31536000, immutable',
     };
     // The answer depends on Accept-Encoding whenever a compressed form exists, so caches must key on it.
-    if (file.bodies) headers['vary'] = 'Accept-Encoding';
+    if (file.bodies) headers.vary = 'Accept-Encoding';
     const encoding = chooseEncoding(c.req.header('accept-encoding'), file);
     if (!encoding) return c.body(file.body, 200, headers);
     return c.body(file.bodies![encoding]!, 200, { ...headers, 'content-encoding': encoding });
@@ -106,7 +106,11 @@ export function consoleRoutes(assets: WebAssets | undefined): Hono<AppEnv> {
 
   app.get('/docs', (c) => {
     if (!assets) return notBuilt(c);
-    return c.body(shell('Chime API reference', assets.docs.css, [assets.docs.js, assets.docs.init], '<div id="swagger-ui"></div>'), 200, pageHeaders(DOCS_CSP));
+    return c.body(
+      shell('Chime API reference', assets.docs.css, [assets.docs.js, assets.docs.init], '<div id="swagger-ui"></div>'),
+      200,
+      pageHeaders(DOCS_CSP),
+    );
   });
   return app;
 }

@@ -1,9 +1,9 @@
 /** The typed Hono environment: services reach handlers through `c.var.deps`, built once at start-up. */
 import type { Context } from 'hono';
-import type { Database } from '../store/db.ts';
-import type { StoreContext } from '../store/context.ts';
-import type { MetricsExposition } from './ops.ts';
 import type { WebAssets } from '../console/assets.ts';
+import type { StoreContext } from '../store/context.ts';
+import type { Database } from '../store/db.ts';
+import type { MetricsExposition } from './ops.ts';
 
 /** Resolves a callback host at registration and refuses non-public addresses (Node: DNS; Workers: none). */
 export type ResolveHost = (hostname: string) => Promise<{ ok: true } | { ok: false; reason: string }>;

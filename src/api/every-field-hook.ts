@@ -7,7 +7,7 @@
 import type { Hook, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { AppEnv } from './env.ts';
-import { schemaFieldErrors, validationError, type FieldError } from './problems.ts';
+import { type FieldError, schemaFieldErrors, validationError } from './problems.ts';
 
 /** The body's problems beyond its schema, in the parts of it that pass their own schemas. */
 export type BodyRules = (raw: unknown, c: Context<AppEnv>) => Promise<FieldError[]>;

@@ -3,16 +3,16 @@
  * destination allowed, header rules) and the defaults of API.md. Every problem found is reported at once, each with
  * its field path; a body that fails its schema too is answered with both kinds (`jobBodyErrors`), as are a PATCH's.
  */
-import { z } from '@hono/zod-openapi';
+import type { z } from '@hono/zod-openapi';
 import { callbackHeadersIssues } from '../domain/callback-headers.ts';
-import type { CallbackSpec, JobSpec } from '../domain/job.ts';
 import { checkCallbackUrl } from '../domain/destination.ts';
+import type { CallbackSpec, JobSpec } from '../domain/job.ts';
 import { resolveRetryPolicy } from '../domain/retry.ts';
-import { normalizeSchedule, scheduleIssues, type Schedule } from '../domain/schedule.ts';
+import { normalizeSchedule, type Schedule, scheduleIssues } from '../domain/schedule.ts';
 import type { StatusCodeSpec } from '../domain/status-codes.ts';
 import type { AppDeps, ResolveHost } from './env.ts';
-import { schemaFieldErrors, validationError, type FieldError } from './problems.ts';
-import { CallbackSchema, JobBodySchema, ScheduleSchema, type JobBody } from './schemas.ts';
+import { type FieldError, schemaFieldErrors, validationError } from './problems.ts';
+import { CallbackSchema, type JobBody, JobBodySchema, ScheduleSchema } from './schemas.ts';
 
 /**
  * The fields of `value` that their own schema in `shape` accepts, parsed (defaults filled in); the others are left

@@ -5,7 +5,7 @@
  */
 import { z } from '@hono/zod-openapi';
 import { unstorableReason } from './json-guard.ts';
-import { validationError, type FieldError } from './problems.ts';
+import { type FieldError, validationError } from './problems.ts';
 import { MAX_METADATA_PAIRS } from './schemas.ts';
 
 /** Longest `q`, in characters (as a job's `name`). */
@@ -26,7 +26,8 @@ const storable = (s: z.ZodString) =>
 
 /** `?q=`: a case-insensitive substring of the job's name or key, 1..200 characters, `%`, `_` and `\` literal. */
 export const SearchQueryField = storable(z.string().min(1).max(MAX_SEARCH_LENGTH)).openapi({
-  description: "Only jobs whose name or key contains this text, case-insensitively (1..200 characters; `%`, `_` and `\\` are literal). Also `metadata.<key>=<value>` (repeatable over different keys, at most 20): only jobs whose metadata holds every such pair.",
+  description:
+    'Only jobs whose name or key contains this text, case-insensitively (1..200 characters; `%`, `_` and `\\` are literal). Also `metadata.<key>=<value>` (repeatable over different keys, at most 20): only jobs whose metadata holds every such pair.',
 });
 
 /**
@@ -36,7 +37,10 @@ export const SearchQueryField = storable(z.string().min(1).max(MAX_SEARCH_LENGTH
  *   (`metadata.`), a key given twice, a key over 64 or a value over 512 characters, a key or value PostgreSQL cannot
  *   hold, a bare `metadata`; and `metadata` for more than 20 pairs
  */
-export function parseMetadataFilter(queries: Record<string, string[]>): { pairs: Record<string, string> | undefined; errors: FieldError[] } {
+export function parseMetadataFilter(queries: Record<string, string[]>): {
+  pairs: Record<string, string> | undefined;
+  errors: FieldError[];
+} {
   const pairs: Record<string, string> = {};
   const errors: FieldError[] = [];
   let count = 0;

@@ -8,9 +8,9 @@
  * values everywhere, including inside a job's free-form `payload` and `metadata`.
  */
 import type { Context, MiddlewareHandler } from 'hono';
-import type { AppEnv } from './env.ts';
 import { declaredBodyLength } from './body-limit.ts';
-import { ApiError, validationError, type FieldError } from './problems.ts';
+import type { AppEnv } from './env.ts';
+import { ApiError, type FieldError, validationError } from './problems.ts';
 
 /** Deepest nesting of arrays and objects accepted in a request body (the body itself is depth 1). */
 export const MAX_JSON_DEPTH = 32;
@@ -48,7 +48,9 @@ export function unstorableFields(value: unknown, maxDepth = MAX_JSON_DEPTH, path
       return;
     }
     if (Array.isArray(v)) {
-      v.forEach((item, i) => walk(item, p ? `${p}.${i}` : String(i), depth + 1));
+      v.forEach((item, i) => {
+        walk(item, p ? `${p}.${i}` : String(i), depth + 1);
+      });
       return;
     }
     for (const [k, item] of Object.entries(v)) {
@@ -80,7 +82,10 @@ export function requireJsonMediaType(): MiddlewareHandler<AppEnv> {
     if (declared !== 'none' && !JSON_MEDIA_TYPE.test(mediaTypeOf(c))) {
       // An undeclared length (chunked, or a Request built in process) is a body only if it has bytes.
       if (declared !== 'unknown' || (await c.req.text()).length > 0) {
-        throw new ApiError('unsupported_media_type', `request bodies are JSON: send Content-Type: application/json${mediaTypeOf(c) ? `, not ${mediaTypeOf(c)}` : ''}`);
+        throw new ApiError(
+          'unsupported_media_type',
+          `request bodies are JSON: send Content-Type: application/json${mediaTypeOf(c) ? `, not ${mediaTypeOf(c)}` : ''}`,
+        );
       }
     }
     await next();

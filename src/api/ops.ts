@@ -3,8 +3,9 @@
  * (database reachable) and `GET /metrics` (Prometheus text behind `CHIME_METRICS_TOKEN`). Served by every role: the
  * API app mounts them, and a dispatcher-only process serves them alone.
  */
-import { Hono, type Context } from 'hono';
+
 import { sql } from 'drizzle-orm';
+import { type Context, Hono } from 'hono';
 import { timingSafeEqualStrings } from '../store/credentials.ts';
 import type { Database } from '../store/db.ts';
 import { ApiError, problemResponse } from './problems.ts';
@@ -50,5 +51,7 @@ function metricsRefusal(c: Context, opts: OpsOptions): ApiError | null {
   const header = c.req.header('authorization') ?? '';
   const given = /^Bearer (.+)$/i.exec(header)?.[1] ?? '';
   if (given && timingSafeEqualStrings(given, opts.metricsToken)) return null;
-  return new ApiError('unauthorized', 'send the metrics token as Authorization: Bearer <CHIME_METRICS_TOKEN>', undefined, { 'www-authenticate': 'Bearer' });
+  return new ApiError('unauthorized', 'send the metrics token as Authorization: Bearer <CHIME_METRICS_TOKEN>', undefined, {
+    'www-authenticate': 'Bearer',
+  });
 }

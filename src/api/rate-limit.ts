@@ -19,8 +19,9 @@
  * an address whose bucket is empty is answered `429` before its token is even looked at, so guessing the admin token
  * goes at ADMIN_FAILURES_PER_MINUTE per address once the first ADMIN_FAILURE_BURST are spent.
  */
-import ipaddr from 'ipaddr.js';
+
 import type { MiddlewareHandler } from 'hono';
+import ipaddr from 'ipaddr.js';
 import type { Clock } from '../domain/clock.ts';
 import type { AppEnv } from './env.ts';
 import { ApiError } from './problems.ts';

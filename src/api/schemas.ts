@@ -4,7 +4,7 @@
  */
 import { z } from '@hono/zod-openapi';
 import { HEADER_VALUE_PATTERN, MAX_HEADER_NAME_LENGTH, MAX_HEADER_VALUE_LENGTH } from '../domain/callback-headers.ts';
-import { HTTP_METHODS, MAX_CALLBACK_HEADERS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS, DEFAULT_TIMEOUT_MS } from '../domain/job.ts';
+import { DEFAULT_TIMEOUT_MS, HTTP_METHODS, MAX_CALLBACK_HEADERS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from '../domain/job.ts';
 import { MAX_ATTEMPTS_LIMIT, MAX_BACKOFF_MS, RETRY_STRATEGIES } from '../domain/retry.ts';
 import { isStorableInstant, MAX_DATES, MAX_INSTANT_MS, MAX_JITTER_MS, MIN_INSTANT_MS, MIN_INTERVAL_MS } from '../domain/schedule.ts';
 import { CATCH_UP_POLICIES, DELIVERY_MODES, JOB_STATUSES, OVERLAP_POLICIES, RUN_STATUSES, RUN_TRIGGERS } from '../domain/states.ts';
@@ -33,7 +33,10 @@ const INSTANT_RANGE = `${new Date(MIN_INSTANT_MS).toISOString()}..${new Date(MAX
 export const InstantSchema = z.iso
   .datetime({ offset: true, precision: undefined, abort: true }) // a malformed time gets one message, not two
   .refine((v) => isStorableInstant(Date.parse(v)), `must be within ${INSTANT_RANGE} (UTC, after applying the offset)`)
-  .openapi({ example: '2026-12-01T09:00:00.000Z', description: `RFC 3339 with an offset, within ${INSTANT_RANGE} once the offset is applied` });
+  .openapi({
+    example: '2026-12-01T09:00:00.000Z',
+    description: `RFC 3339 with an offset, within ${INSTANT_RANGE} once the offset is applied`,
+  });
 const time = InstantSchema;
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
@@ -78,13 +81,20 @@ const CallbackHeadersSchema = z
  * `callback.authToken`, sent as `Authorization: Bearer <token>`: so it can always be sent, a header value of RFC 9110
  * §5.5 (visible ASCII, spaces and tabs inside), the rule of `callback.headers` values.
  */
-export const AuthTokenSchema = z.string().min(1).max(MAX_HEADER_VALUE_LENGTH - 'Bearer '.length).regex(HEADER_VALUE_PATTERN, 'visible ASCII only, with spaces and tabs inside (RFC 9110)');
+export const AuthTokenSchema = z
+  .string()
+  .min(1)
+  .max(MAX_HEADER_VALUE_LENGTH - 'Bearer '.length)
+  .regex(HEADER_VALUE_PATTERN, 'visible ASCII only, with spaces and tabs inside (RFC 9110)');
 
 const callbackFields = {
   url: z.string().min(1).max(2048),
   method: z.enum(HTTP_METHODS),
   headers: CallbackHeadersSchema,
-  successStatusCodes: z.array(z.union([int(100, 599), z.string().regex(STATUS_CLASS_PATTERN, 'a status class such as "2xx"')])).min(1).max(50),
+  successStatusCodes: z
+    .array(z.union([int(100, 599), z.string().regex(STATUS_CLASS_PATTERN, 'a status class such as "2xx"')]))
+    .min(1)
+    .max(50),
   timeoutMs: int(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS),
 };
 
@@ -125,7 +135,11 @@ export const RetrySchema = z
   .openapi('RetryPolicy');
 
 /** A job's tenant-unique `key` (body field, and the path of `PUT /v1/jobs/by-key/:key`): URL-safe, 1..200 characters. */
-export const JobKeySchema = z.string().min(1).max(200).regex(/^[A-Za-z0-9._:~-]+$/, 'letters, digits and . _ : ~ - only');
+export const JobKeySchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9._:~-]+$/, 'letters, digits and . _ : ~ - only');
 
 const jobFields = {
   name: z.string().min(1).max(200).optional(),

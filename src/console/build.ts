@@ -14,7 +14,7 @@ import { basename, dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
-import { ENCODING_SUFFIX, type AssetEncoding, type WebAssets } from './assets.ts';
+import { type AssetEncoding, ENCODING_SUFFIX, type WebAssets } from './assets.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' };
@@ -28,7 +28,11 @@ function compress(text: string): Record<AssetEncoding, Buffer> {
   const bytes = Buffer.from(text);
   const quality = bytes.length > BROTLI_BEST_MAX_BYTES ? 9 : constants.BROTLI_MAX_QUALITY;
   const br = brotliCompressSync(bytes, {
-    params: { [constants.BROTLI_PARAM_QUALITY]: quality, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length },
+    params: {
+      [constants.BROTLI_PARAM_QUALITY]: quality,
+      [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+      [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length,
+    },
   });
   return { br, gzip: gzipSync(bytes) };
 }

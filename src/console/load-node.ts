@@ -5,7 +5,7 @@
  * browsers that accept them receive them.
  */
 import { readFile } from 'node:fs/promises';
-import { ENCODING_SUFFIX, type AssetEncoding, type WebAssets } from './assets.ts';
+import { type AssetEncoding, ENCODING_SUFFIX, type WebAssets } from './assets.ts';
 
 const CANDIDATES = ['../console/assets.json', '../../dist/console/assets.json'];
 

@@ -3,13 +3,13 @@
  * outcomes are written: the Node dispatcher (undici, batched finishes) and the Workers `scheduled` handler (fetch)
  * both run it.
  */
-import { decideAfterAttempt, ERROR_CLASS, type HttpResult, type AttemptOutcome } from '../domain/attempt-outcome.ts';
+import { type AttemptOutcome, decideAfterAttempt, ERROR_CLASS, type HttpResult } from '../domain/attempt-outcome.ts';
+import type { ClaimedRun } from '../domain/claimed-run.ts';
 import type { Clock } from '../domain/clock.ts';
 import { storableText } from '../domain/storable-text.ts';
 import { buildCallbackRequest } from './callback-request.ts';
 import type { Deliver } from './deliver.ts';
 import type { Keyring } from './keyring.ts';
-import type { ClaimedRun } from '../domain/claimed-run.ts';
 
 export type AttemptDeps = {
   clock: Clock;
@@ -49,7 +49,13 @@ export async function performAttempt(run: ClaimedRun, deps: AttemptDeps): Promis
  * receiver's excerpt and the error text are made storable here (`storableText`), the one place both the Node and the
  * Workers results pass: a NUL in one answer must not fail its bucket's finish.
  */
-export function outcomeOf(run: ClaimedRun, result: HttpResult, startedAtMs: number, finishedAtMs: number, random: () => number): AttemptOutcome {
+export function outcomeOf(
+  run: ClaimedRun,
+  result: HttpResult,
+  startedAtMs: number,
+  finishedAtMs: number,
+  random: () => number,
+): AttemptOutcome {
   const d = decideAfterAttempt(
     {
       attempt: run.attempt,

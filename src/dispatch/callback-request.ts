@@ -6,11 +6,11 @@
  * hidden job's `Chime-Job-Id` and `Chime-Scheduled-For`.
  */
 import { sendableCallbackHeaders } from '../domain/callback-headers.ts';
+import type { ClaimedRun } from '../domain/claimed-run.ts';
 import { RUN_TRIGGER } from '../domain/states.ts';
 import type { CallbackRequest } from './deliver.ts';
 import type { Keyring } from './keyring.ts';
 import { standardWebhookSignature } from './sign.ts';
-import type { ClaimedRun } from '../domain/claimed-run.ts';
 
 /**
  * The job's custom headers go out exactly as stored, except those the header rule refuses
@@ -20,12 +20,7 @@ import type { ClaimedRun } from '../domain/claimed-run.ts';
  * @param nowMs the attempt's start (epoch ms): `webhook-timestamp` and the JWT's `iat`
  * @throws CipherError when the signing secrets or the auth token cannot be opened
  */
-export async function buildCallbackRequest(
-  run: ClaimedRun,
-  keyring: Keyring,
-  nowMs: number,
-  userAgent: string,
-): Promise<CallbackRequest> {
+export async function buildCallbackRequest(run: ClaimedRun, keyring: Keyring, nowMs: number, userAgent: string): Promise<CallbackRequest> {
   const { callback } = run;
   const body = callback.method === 'GET' ? '' : JSON.stringify(run.payload ?? {});
   const timestamp = Math.floor(nowMs / 1000);
@@ -53,6 +48,6 @@ export async function buildCallbackRequest(
     ...(ofJob ? { 'chime-scheduled-for': new Date(run.scheduledForMs).toISOString() } : {}),
   };
   if (body !== '') headers['content-type'] = 'application/json';
-  if (authToken) headers['authorization'] = `Bearer ${authToken}`;
+  if (authToken) headers.authorization = `Bearer ${authToken}`;
   return { url: callback.url, method: callback.method, headers, body: body === '' ? null : body, timeoutMs: callback.timeoutMs };
 }

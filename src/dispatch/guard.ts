@@ -24,11 +24,11 @@ import net from 'node:net';
 import { buildConnector, errors } from 'undici';
 import {
   classifyAddress,
+  type DestinationOptions,
   isAllowedClass,
   isCloudMetadataHostName,
   isLocalHostName,
   refusal,
-  type DestinationOptions,
 } from '../domain/destination.ts';
 
 /**
@@ -134,7 +134,13 @@ function resolveAndCheck(hostname: string, lookup: LookupAll, timeoutMs: number,
           e.code = 'ENOTFOUND';
           return resolve({ kind: 'failed', error: e });
         }
-        resolve(checkAll(host, addresses.map((a) => a.address), options));
+        resolve(
+          checkAll(
+            host,
+            addresses.map((a) => a.address),
+            options,
+          ),
+        );
       });
     } catch (err) {
       if (settled) return;
@@ -205,8 +211,7 @@ const TRY_NEXT_ADDRESS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH',
  * only when connecting to one fails at once (TRY_NEXT_ADDRESS: refused, unreachable); any other error ends it.
  */
 export function createGuardedConnector(options: GuardedConnectorOptions): buildConnector.connector {
-  const inner: buildConnector.connector =
-    typeof options.connect === 'function' ? options.connect : buildConnector(options.connect ?? {});
+  const inner: buildConnector.connector = typeof options.connect === 'function' ? options.connect : buildConnector(options.connect ?? {});
   const policy: DestinationOptions = { allowPrivate: options.allowPrivate };
   const lookup = options.lookup ?? dns.lookup;
   const configured = typeof options.connect === 'object' ? options.connect.timeout : undefined;

@@ -10,7 +10,7 @@
  * jose signs through WebCrypto, an asynchronous job per token on the thread pool: dearer again (test/bench/README.md).
  * Not for Workers (sign.ts is); tests verify these tokens with jose's `jwtVerify` against the JWKS.
  */
-import { createHash, createPrivateKey, sign, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, type JsonWebKey, type KeyObject, sign } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { JWT_TTL_SECONDS, type SigningJwk } from '../store/jwt-keys.ts';
 import { JWT_ISSUER, type JwtSigner } from './sign.ts';

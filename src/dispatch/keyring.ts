@@ -4,9 +4,10 @@
  * key reaches its maximum age: then the reload rotates it, see `ensureJwtKey`) and opened auth tokens. Decrypting
  * on every callback would put AES-GCM and a query on the hot path for nothing.
  */
-import { activeSigningSecrets } from '../store/signing-secrets.ts';
-import { ensureJwtKey, JWT_KEY_MAX_AGE_DEFAULT_MS, type SigningJwk } from '../store/jwt-keys.ts';
+
 import type { StoreContext } from '../store/context.ts';
+import { ensureJwtKey, JWT_KEY_MAX_AGE_DEFAULT_MS, type SigningJwk } from '../store/jwt-keys.ts';
+import { activeSigningSecrets } from '../store/signing-secrets.ts';
 import { createJwtSigner, type JwtSigner } from './sign.ts';
 
 export const SECRETS_TTL_MS = 5_000;
@@ -57,7 +58,12 @@ export function createKeyring(ctx: StoreContext, opts: KeyringOptions = {}): Key
   };
   return {
     secretsFor: (tenantId) =>
-      cached(secrets.get(tenantId), () => activeSigningSecrets(ctx, tenantId), SECRETS_TTL_MS, (e) => secrets.set(tenantId, e)),
+      cached(
+        secrets.get(tenantId),
+        () => activeSigningSecrets(ctx, tenantId),
+        SECRETS_TTL_MS,
+        (e) => secrets.set(tenantId, e),
+      ),
     jwtSigner: () =>
       cached(
         jwt,

@@ -51,7 +51,12 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
       buckets: LAG_BUCKETS,
       registers,
     }),
-    claimDuration: new Histogram({ name: 'chime_claim_duration_seconds', help: 'Duration of one claim transaction.', buckets: DB_BUCKETS, registers }),
+    claimDuration: new Histogram({
+      name: 'chime_claim_duration_seconds',
+      help: 'Duration of one claim transaction.',
+      buckets: DB_BUCKETS,
+      registers,
+    }),
     finishDuration: new Histogram({
       name: 'chime_finish_duration_seconds',
       help: 'Duration of writing one batch of attempt outcomes.',

@@ -7,9 +7,9 @@
  *   claims iss, sub (the callback URL), iat, exp, jti, body = base64url(SHA-256(body)).
  */
 import { createHash, createHmac } from 'node:crypto';
-import { importJWK, SignJWT, type CryptoKey, type KeyObject } from 'jose';
-import { JWT_TTL_SECONDS, type SigningJwk } from '../store/jwt-keys.ts';
+import { type CryptoKey, importJWK, type KeyObject, SignJWT } from 'jose';
 import { SIGNING_SECRET_PREFIX } from '../store/credentials.ts';
+import { JWT_TTL_SECONDS, type SigningJwk } from '../store/jwt-keys.ts';
 
 /** The issuer claim of Chime-Signature tokens. */
 export const JWT_ISSUER = 'chime';

@@ -2,11 +2,12 @@
  * What one finished attempt means for its run: success, a retry (when), or the end (failed, expired), and whether
  * the job must pause. Pure: the dispatcher feeds it the HTTP result and the clock.
  */
-import { retryDelayMs, type RetryPolicy } from './retry.ts';
+
+import { PAUSED_REASON, type PausedReason } from './events.ts';
+import { type RetryPolicy, retryDelayMs } from './retry.ts';
 import type { DeliveryMode } from './states.ts';
 import { isSuccessStatus, type StatusCodeSpec } from './status-codes.ts';
 import { isPastWindow } from './window.ts';
-import { PAUSED_REASON, type PausedReason } from './events.ts';
 
 /** Classes of attempt failure, as recorded in the attempt log. */
 export const ERROR_CLASS = Object.freeze({
@@ -42,7 +43,7 @@ export const NOT_SENT_ERROR_CODES: Readonly<Record<string, ErrorClass>> = Object
 /** The HTTP side of an attempt: a response, or an error before one arrived. */
 export type HttpResult =
   | { kind: 'response'; status: number; retryAfterMs: number | null; bodyExcerpt: string }
-  | { kind: 'error'; errorClass: ErrorClass; message: string; /** the request may have reached the receiver */ maybeSent: boolean };
+  | { kind: 'error'; errorClass: ErrorClass; message: string /** the request may have reached the receiver */; maybeSent: boolean };
 
 /** What an attempt's result means for its run (`decideAfterAttempt`). Times are epoch ms. */
 export type AttemptDecision = {

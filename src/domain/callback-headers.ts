@@ -66,7 +66,8 @@ export function callbackHeaderIssue(name: string, value: unknown, opts: Callback
   if (!HEADER_NAME_PATTERN.test(name)) return 'not a valid header name (an RFC 9110 §5.6.2 token)';
   const reserved = reservedHeaderReason(name);
   if (reserved !== null) return `reserved header name: ${reserved}`;
-  if (opts.hasAuthToken && name.toLowerCase() === 'authorization') return 'set either callback.authToken or an Authorization header, not both';
+  if (opts.hasAuthToken && name.toLowerCase() === 'authorization')
+    return 'set either callback.authToken or an Authorization header, not both';
   if (typeof value !== 'string') return 'header values are strings';
   return headerValueIssue(value);
 }
@@ -87,7 +88,10 @@ function headerValueIssue(value: string): string | null {
  * name given twice in different case (`X-A` and `x-a`: one field to HTTP, RFC 9110 §5.3, so the receiver would get
  * both values joined, or only one of them); the later spelling is the one named.
  */
-export function callbackHeadersIssues(headers: Record<string, unknown>, opts: CallbackHeaderOptions = {}): { name: string; message: string }[] {
+export function callbackHeadersIssues(
+  headers: Record<string, unknown>,
+  opts: CallbackHeaderOptions = {},
+): { name: string; message: string }[] {
   const issues: { name: string; message: string }[] = [];
   const seen = new Map<string, string>();
   for (const [name, value] of Object.entries(headers)) {

@@ -9,7 +9,7 @@
  * - `none`: this one is `skipped`, and the schedule resumes at the first occurrence after now.
  */
 import { nextOccurrence, type Schedule } from './schedule.ts';
-import { RUN_STATUS, RUN_TRIGGER, type CatchUpPolicy, type OverlapPolicy, type RunTrigger } from './states.ts';
+import { type CatchUpPolicy, type OverlapPolicy, RUN_STATUS, RUN_TRIGGER, type RunTrigger } from './states.ts';
 import { isPastWindow } from './window.ts';
 
 export type ClaimInput = {
@@ -50,7 +50,12 @@ export function decideClaim(r: ClaimInput, nowMs: number): ClaimDecision {
     return { outcome: RUN_STATUS.skipped, reason: 'missed while no dispatcher ran (catchUp: none)', advances, nextMs };
   }
   if (isPastWindow(r.scheduledForMs, r.relevancyWindowMs, nowMs)) {
-    return { outcome: RUN_STATUS.expired, reason: `not started within the relevancy window of ${r.relevancyWindowMs} ms`, advances, nextMs };
+    return {
+      outcome: RUN_STATUS.expired,
+      reason: `not started within the relevancy window of ${r.relevancyWindowMs} ms`,
+      advances,
+      nextMs,
+    };
   }
   if (advances && r.overlapPolicy === 'skip' && r.overlapBusy) {
     return { outcome: RUN_STATUS.skipped, reason: 'the previous run is still in flight (overlapPolicy: skip)', advances, nextMs };

@@ -49,10 +49,13 @@ export const systemClock: Clock = {
         resolve('aborted');
       };
       const timer = unrefTimer(
-        setTimeout(() => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve('timeout');
-        }, Math.max(0, ms)),
+        setTimeout(
+          () => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve('timeout');
+          },
+          Math.max(0, ms),
+        ),
       );
       signal?.addEventListener('abort', onAbort, { once: true });
     });

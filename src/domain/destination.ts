@@ -195,12 +195,7 @@ export function isPublicAddress(ip: string): boolean {
 export function isLocalHostName(hostname: string): boolean {
   const h = hostname.toLowerCase().replace(/\.+$/, '');
   return (
-    h === 'localhost' ||
-    h.endsWith('.localhost') ||
-    h === 'local' ||
-    h.endsWith('.local') ||
-    h === 'internal' ||
-    h.endsWith('.internal')
+    h === 'localhost' || h.endsWith('.localhost') || h === 'local' || h.endsWith('.local') || h === 'internal' || h.endsWith('.internal')
   );
 }
 
@@ -252,7 +247,8 @@ export function checkCallbackUrl(url: string, options: DestinationOptions = { al
   if (parsed.href.includes('#')) {
     return {
       ok: false,
-      reason: 'a fragment (#…) is not allowed in a callback URL: it is never sent, so the signed Chime-Signature sub would not match the request',
+      reason:
+        'a fragment (#…) is not allowed in a callback URL: it is never sent, so the signed Chime-Signature sub would not match the request',
     };
   }
   const host = parsed.hostname;

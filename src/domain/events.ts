@@ -53,4 +53,3 @@ export const EVENT_DELIVERY_RETRY: RetryPolicy = {
   multiplier: 2,
   jitter: true,
 };
-

@@ -4,8 +4,8 @@
  */
 import type { RetryPolicy } from './retry.ts';
 import type { Schedule } from './schedule.ts';
-import type { StatusCodeSpec } from './status-codes.ts';
 import type { CatchUpPolicy, DeliveryMode, OverlapPolicy } from './states.ts';
+import type { StatusCodeSpec } from './status-codes.ts';
 
 export const HTTP_METHODS = ['POST', 'PUT', 'PATCH', 'GET', 'DELETE'] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];

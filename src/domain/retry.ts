@@ -54,7 +54,7 @@ export function baseBackoffMs(policy: RetryPolicy, n: number): number {
   switch (policy.strategy) {
     case 'exponential':
       // 0 × an overflowed power is NaN; a zero initial delay stays zero.
-      d = policy.initialDelayMs === 0 ? 0 : policy.initialDelayMs * Math.pow(policy.multiplier, n - 1);
+      d = policy.initialDelayMs === 0 ? 0 : policy.initialDelayMs * policy.multiplier ** (n - 1);
       break;
     case 'linear':
       d = policy.initialDelayMs * n;

@@ -266,7 +266,8 @@ export function scheduleIssues(s: Schedule, nowMs: number): ScheduleIssue[] {
   if (s.type === 'dates') {
     // Named one by one: nextOccurrence would pass over them in silence.
     s.dates.forEach((d, i) => {
-      if (ms(d) > LATEST_OCCURRENCE_MS) issues.push({ path: `dates.${i}`, message: `after ${iso(LATEST_OCCURRENCE_MS)}, the latest Chime schedules` });
+      if (ms(d) > LATEST_OCCURRENCE_MS)
+        issues.push({ path: `dates.${i}`, message: `after ${iso(LATEST_OCCURRENCE_MS)}, the latest Chime schedules` });
     });
   }
   if (issues.length > 0) return issues;
@@ -279,7 +280,10 @@ export function scheduleIssues(s: Schedule, nowMs: number): ScheduleIssue[] {
   }
   if (first === null) issues.push({ path: neverFiresPath(s, false), message: 'the schedule has no occurrence after now' });
   else if (first > LATEST_OCCURRENCE_MS) {
-    issues.push({ path: neverFiresPath(s, true), message: `the schedule has no occurrence between now and ${iso(LATEST_OCCURRENCE_MS)}, the latest Chime schedules` });
+    issues.push({
+      path: neverFiresPath(s, true),
+      message: `the schedule has no occurrence between now and ${iso(LATEST_OCCURRENCE_MS)}, the latest Chime schedules`,
+    });
   }
   return issues;
 }

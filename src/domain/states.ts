@@ -49,7 +49,12 @@ export type JobStatus = (typeof JOB_STATUS)[keyof typeof JOB_STATUS];
 export const JOB_STATUSES = Object.values(JOB_STATUS) as [JobStatus, ...JobStatus[]];
 
 /** How a run came to be; `notification` runs are a notification endpoint's deliveries (never shown as a job's runs). */
-export const RUN_TRIGGER = Object.freeze({ schedule: 'schedule', manual: 'manual', replay: 'replay', notification: 'notification' } as const);
+export const RUN_TRIGGER = Object.freeze({
+  schedule: 'schedule',
+  manual: 'manual',
+  replay: 'replay',
+  notification: 'notification',
+} as const);
 export type RunTrigger = (typeof RUN_TRIGGER)[keyof typeof RUN_TRIGGER];
 /** Every RunTrigger, as zod's `z.enum` takes them. */
 export const RUN_TRIGGERS = Object.values(RUN_TRIGGER) as [RunTrigger, ...RunTrigger[]];

@@ -7,8 +7,8 @@ import type { Clock } from '../domain/clock.ts';
 import { ChimeNode } from './node.ts';
 
 export { ChimeNode, type ChimeNodeOptions } from './node.ts';
-export { Scheduler, type NodeJob, type RetrySettings, type RunResult } from './scheduler.ts';
-export { ERROR_CODE, type Envelope } from './protocol.ts';
+export { type Envelope, ERROR_CODE } from './protocol.ts';
+export { type NodeJob, type RetrySettings, type RunResult, Scheduler } from './scheduler.ts';
 
 /** The streams and collaborators of `runNodeProtocol`. */
 export type NodeProtocolOptions = {

@@ -2,7 +2,7 @@
  * The node's time (docs/protocol.md: "`now` for scheduling is the wall clock unless a message carries
  * `current_time`, which then sets the node's logical clock").
  */
-import { ManualClock, systemClock, type Clock } from '../domain/clock.ts';
+import { type Clock, ManualClock, systemClock } from '../domain/clock.ts';
 
 /**
  * A clock that follows `base` (the wall clock by default) until `set` is first called, and from then on stands

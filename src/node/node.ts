@@ -7,19 +7,19 @@ import { toIso } from '../domain/clock.ts';
 import { MAX_ATTEMPTS_LIMIT } from '../domain/retry.ts';
 import { LogicalClock } from './logical-clock.ts';
 import {
+  type Body,
+  type Envelope,
   ERROR_CODE,
-  ProtocolError,
   errorReply,
   formatLine,
+  type MsgId,
   malformed,
+  ProtocolError,
   parseLine,
   parseTime,
   reply,
-  type Body,
-  type Envelope,
-  type MsgId,
 } from './protocol.ts';
-import { InvalidJobError, Scheduler, UnknownJobError, type JobSpec, type RetrySettings } from './scheduler.ts';
+import { InvalidJobError, type JobSpec, type NodeJob, type RetrySettings, Scheduler, UnknownJobError } from './scheduler.ts';
 
 /** A reply body without `in_reply_to` (added by the node). */
 type ReplyBody = { type: string; [field: string]: unknown };
@@ -101,7 +101,13 @@ export class ChimeNode {
   }
 
   /** The error reply to a failed message, or null (and a log line) when it cannot be addressed. */
-  private failure(src: string | undefined, dest: string | undefined, msgId: MsgId | undefined, error: ProtocolError, line: string | undefined): Envelope | null {
+  private failure(
+    src: string | undefined,
+    dest: string | undefined,
+    msgId: MsgId | undefined,
+    error: ProtocolError,
+    line: string | undefined,
+  ): Envelope | null {
     const what = line === undefined ? '' : `: ${line.length > 200 ? `${line.slice(0, 200)}…` : line}`;
     if (src === undefined || msgId === undefined) {
       this.log(`error ${error.code} (${error.message}), not answered: no ${src === undefined ? 'src' : 'msg_id'}${what}`);
@@ -147,12 +153,14 @@ export class ChimeNode {
       if (typeof cron !== 'string' || cron.trim() === '') throw malformed('"cron" must be a 5-field cron expression');
       spec = { ...common, cron };
     }
-    let job;
+    let job: NodeJob;
     try {
       job = this.scheduler.schedule(spec);
     } catch (err) {
       if (err instanceof InvalidJobError) {
-        throw malformed(`invalid ${spec.cron !== undefined ? `cron ${JSON.stringify(spec.cron)}` : '"delay_ms"'}: ${err.issues.map((i) => i.message).join('; ')}`);
+        throw malformed(
+          `invalid ${spec.cron !== undefined ? `cron ${JSON.stringify(spec.cron)}` : '"delay_ms"'}: ${err.issues.map((i) => i.message).join('; ')}`,
+        );
       }
       throw err;
     }
@@ -187,7 +195,8 @@ function readRetry(value: unknown): Partial<RetrySettings> | undefined {
   const { base_ms: baseMs, max_attempts: maxAttempts } = value as Record<string, unknown>;
   const out: Partial<RetrySettings> = {};
   if (baseMs !== undefined) {
-    if (typeof baseMs !== 'number' || !Number.isSafeInteger(baseMs) || baseMs < 1) throw malformed(`"retry.base_ms" must be a positive integer, got ${JSON.stringify(baseMs)}`);
+    if (typeof baseMs !== 'number' || !Number.isSafeInteger(baseMs) || baseMs < 1)
+      throw malformed(`"retry.base_ms" must be a positive integer, got ${JSON.stringify(baseMs)}`);
     out.baseMs = baseMs;
   }
   if (maxAttempts !== undefined) {

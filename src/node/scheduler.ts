@@ -12,10 +12,10 @@
  * A successful run ends the run and resets the failure count; failures of a run count 1, 2, … until then.
  */
 import type { Clock } from '../domain/clock.ts';
-import { DEFAULT_RETRY, MAX_ATTEMPTS_LIMIT, baseBackoffMs, resolveRetryPolicy, retryDelayMs, type RetryPolicy } from '../domain/retry.ts';
-import { nextOccurrence, normalizeSchedule, scheduleIssues, type Schedule, type ScheduleIssue } from '../domain/schedule.ts';
-import { RUN_STATUS } from '../domain/states.ts';
 import { newId as newUuidV7 } from '../domain/ids.ts';
+import { baseBackoffMs, DEFAULT_RETRY, MAX_ATTEMPTS_LIMIT, type RetryPolicy, resolveRetryPolicy, retryDelayMs } from '../domain/retry.ts';
+import { nextOccurrence, normalizeSchedule, type Schedule, type ScheduleIssue, scheduleIssues } from '../domain/schedule.ts';
+import { RUN_STATUS } from '../domain/states.ts';
 
 /** Retry settings of a node job (docs/protocol.md `retry: { base_ms, max_attempts }`). */
 export type RetrySettings = {
@@ -57,7 +57,11 @@ export type JobSpec = {
 } & ({ delayMs: number; cron?: undefined } | { cron: string; delayMs?: undefined });
 
 /** Where a job stands: `scheduled` or `retrying` are waiting for `dueAt`; `succeeded` and `failed` are final. */
-export type NodeJobStatus = typeof RUN_STATUS.scheduled | typeof RUN_STATUS.retrying | typeof RUN_STATUS.succeeded | typeof RUN_STATUS.failed;
+export type NodeJobStatus =
+  | typeof RUN_STATUS.scheduled
+  | typeof RUN_STATUS.retrying
+  | typeof RUN_STATUS.succeeded
+  | typeof RUN_STATUS.failed;
 
 /** A snapshot of one job. Times are UTC epoch ms. */
 export type NodeJob = {
@@ -141,7 +145,8 @@ export class Scheduler {
   schedule(spec: JobSpec): NodeJob {
     const now = this.clock.now();
     const retry: RetrySettings = { ...DEFAULT_NODE_RETRY, ...definedOnly(spec.retry ?? {}) };
-    if (!Number.isSafeInteger(retry.baseMs) || retry.baseMs < 1) throw new RangeError(`retry baseMs must be a positive integer, got ${retry.baseMs}`);
+    if (!Number.isSafeInteger(retry.baseMs) || retry.baseMs < 1)
+      throw new RangeError(`retry baseMs must be a positive integer, got ${retry.baseMs}`);
     if (!Number.isInteger(retry.maxAttempts) || retry.maxAttempts < 1 || retry.maxAttempts > MAX_ATTEMPTS_LIMIT) {
       throw new RangeError(`retry maxAttempts must be an integer in 1…${MAX_ATTEMPTS_LIMIT}, got ${retry.maxAttempts}`);
     }
@@ -149,8 +154,10 @@ export class Scheduler {
     if (spec.cron !== undefined) {
       raw = { type: 'cron', expression: spec.cron, timezone: 'UTC' };
     } else {
-      if (!Number.isSafeInteger(spec.delayMs) || spec.delayMs < 0) throw new RangeError(`delayMs must be a non-negative integer, got ${spec.delayMs}`);
-      if (now + spec.delayMs > MAX_EPOCH_MS) throw new InvalidJobError([{ path: 'delayMs', message: 'the due time is past the latest representable time' }]);
+      if (!Number.isSafeInteger(spec.delayMs) || spec.delayMs < 0)
+        throw new RangeError(`delayMs must be a non-negative integer, got ${spec.delayMs}`);
+      if (now + spec.delayMs > MAX_EPOCH_MS)
+        throw new InvalidJobError([{ path: 'delayMs', message: 'the due time is past the latest representable time' }]);
       raw = { type: 'delay', delayMs: spec.delayMs };
     }
     const issues = scheduleIssues(raw, now);

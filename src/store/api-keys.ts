@@ -1,12 +1,12 @@
 /** API keys: created, listed, revoked per tenant; authenticated by prefix lookup and constant-time hash compare. */
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
+import { newId } from '../domain/ids.ts';
 import { shardOf } from '../domain/shard.ts';
-import { ofTenant } from './tenant-scope.ts';
-import type { Executor } from './db.ts';
 import type { StoreContext } from './context.ts';
 import { apiKeyPrefix, apiKeyShard, generateApiKey, sha256Hex, timingSafeEqualStrings } from './credentials.ts';
-import { newId } from '../domain/ids.ts';
+import type { Executor } from './db.ts';
 import { apiKeys } from './schema.ts';
+import { ofTenant } from './tenant-scope.ts';
 
 export type ApiKeyInfo = {
   keyId: string;
@@ -78,7 +78,11 @@ function buildKeyLookups(db: Executor) {
       .from(apiKeys)
       .where(and(eq(apiKeys.shard, sql.placeholder('shard')), eq(apiKeys.prefix, sql.placeholder('prefix'))))
       .prepare('api_key_by_bucket_prefix'),
-    anywhere: db.select().from(apiKeys).where(eq(apiKeys.prefix, sql.placeholder('prefix'))).prepare('api_key_by_prefix'),
+    anywhere: db
+      .select()
+      .from(apiKeys)
+      .where(eq(apiKeys.prefix, sql.placeholder('prefix')))
+      .prepare('api_key_by_prefix'),
   };
 }
 
@@ -97,10 +101,7 @@ function keyLookupsOf(db: Executor) {
  * Finds the tenant a presented key belongs to: prefix lookup, then a constant-time comparison of SHA-256 hashes.
  * @returns the tenant id and key id, or null for an unknown, revoked or expired key
  */
-export async function authenticateApiKey(
-  ctx: StoreContext,
-  presented: string,
-): Promise<{ tenantId: string; keyId: string } | null> {
+export async function authenticateApiKey(ctx: StoreContext, presented: string): Promise<{ tenantId: string; keyId: string } | null> {
   const prefix = apiKeyPrefix(presented);
   const shard = apiKeyShard(presented);
   if (!prefix || shard === null) return null;
@@ -113,7 +114,10 @@ export async function authenticateApiKey(
   const now = ctx.clock.now();
   if (row.expiresAt && row.expiresAt.getTime() <= now) return null;
   if (!row.lastUsedAt || now - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
-    await ctx.db.update(apiKeys).set({ lastUsedAt: new Date(now) }).where(and(eq(apiKeys.shard, row.shard), eq(apiKeys.id, row.id)));
+    await ctx.db
+      .update(apiKeys)
+      .set({ lastUsedAt: new Date(now) })
+      .where(and(eq(apiKeys.shard, row.shard), eq(apiKeys.id, row.id)));
   }
   return { tenantId: row.tenantId, keyId: row.id };
 }

@@ -8,19 +8,19 @@
  * deadlocking. A replay locks its dead letters first (in id order), then their jobs: dead letters are final runs,
  * which no dispatcher locks, so this order never crosses a dispatcher's (runs it claims, then their jobs).
  */
-import { and, asc, count, eq, gte, lt, sql, type SQL } from 'drizzle-orm';
-import { shardOf } from '../domain/shard.ts';
-import { ofTenant } from './tenant-scope.ts';
-import { newId } from '../domain/ids.ts';
+import { and, asc, count, eq, gte, lt, type SQL, sql } from 'drizzle-orm';
 import { PAUSED_REASON } from '../domain/events.ts';
+import { newId } from '../domain/ids.ts';
 import type { Schedule } from '../domain/schedule.ts';
+import { shardOf } from '../domain/shard.ts';
 import { JOB_STATUS, RUN_TRIGGER } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
-import { announceRun, query, transactionRetryingDeadlocks, type Db, type Executor } from './db.ts';
-import { jobFilterCondition, type JobFilter } from './job-filter.ts';
+import { announceRun, type Db, type Executor, query, transactionRetryingDeadlocks } from './db.ts';
+import { type JobFilter, jobFilterCondition } from './job-filter.ts';
 import { cancelJobs, pauseJobs, replanJobs, uuidArray } from './job-lifecycle.ts';
 import { deadLetterCondition } from './runs.ts';
 import { jobs, runs } from './schema.ts';
+import { ofTenant } from './tenant-scope.ts';
 
 /** Most dead letters one `replayDeadLetters` call replays. */
 export const MAX_REPLAY_PER_CALL = 1_000;
@@ -194,7 +194,12 @@ async function applyAction(tx: Executor, tenantId: string, action: BulkJobAction
     case 'pause': {
       const active = locked.filter((j) => j.status === JOB_STATUS.active);
       if (active.length === 0) return 0;
-      const paused = await pauseJobs(tx, shardOf(tenantId), active.map((j) => ({ id: j.id, reason: PAUSED_REASON.manual })), nowMs);
+      const paused = await pauseJobs(
+        tx,
+        shardOf(tenantId),
+        active.map((j) => ({ id: j.id, reason: PAUSED_REASON.manual })),
+        nowMs,
+      );
       return paused.length;
     }
     case 'resume': {

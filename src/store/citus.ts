@@ -5,10 +5,11 @@
  * the service's own tables (no tenant, small, read everywhere) become reference tables, copied to every node.
  * Without Citus this does nothing, so one migration path serves both.
  */
-import type postgres from 'postgres';
+
 import { sql as drizzleSql, type SQL } from 'drizzle-orm';
+import type postgres from 'postgres';
 import { SHARD_COUNT } from '../domain/shard.ts';
-import { query, type Db } from './db.ts';
+import { type Db, query } from './db.ts';
 
 /** Citus shards of each distributed table; the 64 buckets of `shard` spread over them (a bucket never splits). */
 export const CITUS_SHARD_COUNT = 32;

@@ -7,7 +7,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Clock } from '../domain/clock.ts';
-import { query, type Db } from './db.ts';
+import { type Db, query } from './db.ts';
 
 /** One measurement: the database's clock minus this host's (whole ms), and the round trip it was measured in (ms). */
 export type ClockOffset = { offsetMs: number; roundTripMs: number };

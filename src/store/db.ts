@@ -3,14 +3,14 @@
  * Both speak the same SQL; the one difference (the shape `execute` returns) is hidden by `query`.
  * This module is runtime-portable: drivers are opened in `postgres.ts` (also on Workers) and `embedded.ts` (Node).
  */
-import { sql, type SQL } from 'drizzle-orm';
+import { type ExtractTablesWithRelations, type SQL, sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import type * as schema from './schema.ts';
 
 /** A drizzle database over either driver. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 /** A transaction of `Db`. */
-export type Tx = PgTransaction<PgQueryResultHKT, typeof schema, any>;
+export type Tx = PgTransaction<PgQueryResultHKT, typeof schema, ExtractTablesWithRelations<typeof schema>>;
 /** Anything a store function can run SQL on. */
 export type Executor = Db | Tx;
 
@@ -65,7 +65,10 @@ export async function pipelined<T extends readonly unknown[]>(
   for (const name of names) if (!/^enable_[a-z_]+$/.test(name)) throw new TypeError(`not a planner method setting: ${name}`);
   const steps: (() => PromiseLike<unknown>)[] = [...statements];
   if (plan && names.length > 0) {
-    const set = names.map((n) => `set_config('chime.saved_${n}', current_setting('${n}'), true), set_config('${n}', '${plan[n as keyof PlannerSettings]}', true)`);
+    const set = names.map(
+      (n) =>
+        `set_config('chime.saved_${n}', current_setting('${n}'), true), set_config('${n}', '${plan[n as keyof PlannerSettings]}', true)`,
+    );
     const reset = names.map((n) => `set_config('${n}', current_setting('chime.saved_${n}'), true)`);
     steps.unshift(() => tx.execute(sql.raw(`select ${set.join(', ')}`)));
     steps.push(() => tx.execute(sql.raw(`select ${reset.join(', ')}`)));

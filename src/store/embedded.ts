@@ -18,9 +18,9 @@ import { PGlite } from '@electric-sql/pglite';
 import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { drizzle } from 'drizzle-orm/pglite';
+import type { Database, Db } from './db.ts';
 import { checkPGliteSyncPatch, checkSyncHooks, FSYNC_OFF_FLAG, syncTree } from './pglite-sync.ts';
 import * as schema from './schema.ts';
-import type { Database, Db } from './db.ts';
 
 /**
  * Opens (creating if needed) the PGlite database in `dataDir`, or an in-memory one for `memory://`.

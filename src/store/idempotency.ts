@@ -6,15 +6,15 @@
  * only one is made.
  */
 import { and, eq, sql } from 'drizzle-orm';
-import { shardOf } from '../domain/shard.ts';
-import { ofTenant } from './tenant-scope.ts';
 import type { JobSpec } from '../domain/job.ts';
+import { shardOf } from '../domain/shard.ts';
+import type { RunTrigger } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
 import type { Db, Executor } from './db.ts';
-import type { RunTrigger } from '../domain/states.ts';
 import { insertTriggeredRun } from './job-lifecycle.ts';
-import { createJob, getJob, type CreateJobOptions, type JobRow } from './jobs.ts';
+import { type CreateJobOptions, createJob, getJob, type JobRow } from './jobs.ts';
 import { idempotencyKeys } from './schema.ts';
+import { ofTenant } from './tenant-scope.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
@@ -39,13 +39,19 @@ async function claimKey(tx: Executor, tenantId: string, key: string, requestHash
     .onConflictDoNothing()
     .returning({ key: idempotencyKeys.key });
   if (claimed.length > 0) return null;
-  const [row] = await tx.select().from(idempotencyKeys).where(and(ofTenant(idempotencyKeys, tenantId), eq(idempotencyKeys.key, key)));
+  const [row] = await tx
+    .select()
+    .from(idempotencyKeys)
+    .where(and(ofTenant(idempotencyKeys, tenantId), eq(idempotencyKeys.key, key)));
   // Deleted in between (retention): treat as another request's, which the caller answers as a conflict.
   return row ?? { shard: shardOf(tenantId), tenantId, key, requestHash: '', jobId: null, runId: null, createdAt: new Date(nowMs) };
 }
 
 function recordUse(tx: Executor, tenantId: string, key: string, made: { jobId: string } | { runId: string }) {
-  return tx.update(idempotencyKeys).set(made).where(and(ofTenant(idempotencyKeys, tenantId), eq(idempotencyKeys.key, key)));
+  return tx
+    .update(idempotencyKeys)
+    .set(made)
+    .where(and(ofTenant(idempotencyKeys, tenantId), eq(idempotencyKeys.key, key)));
 }
 
 /**
@@ -91,19 +97,21 @@ export async function triggerRunIdempotently(
   trigger: RunTrigger,
   replayOf?: string,
 ): Promise<IdempotentRunResult> {
-  return (ctx.db as Db).transaction(async (tx): Promise<IdempotentRunResult> => {
-    const now = ctx.clock.now();
-    const first = await claimKey(tx, tenantId, key, requestHash, now);
-    if (first) return first.requestHash === requestHash && first.runId ? { kind: 'replayed', runId: first.runId } : { kind: 'mismatch' };
-    const runId = await insertTriggeredRun(tx, now, tenantId, jobId, trigger, replayOf);
-    // No such job: the key stays unused (the transaction is rolled back by the caller's 404).
-    if (!runId) throw new NoSuchJob();
-    await recordUse(tx, tenantId, key, { runId });
-    return { kind: 'created', runId };
-  }).catch((err: unknown): IdempotentRunResult => {
-    if (err instanceof NoSuchJob) return { kind: 'not_found' };
-    throw err;
-  });
+  return (ctx.db as Db)
+    .transaction(async (tx): Promise<IdempotentRunResult> => {
+      const now = ctx.clock.now();
+      const first = await claimKey(tx, tenantId, key, requestHash, now);
+      if (first) return first.requestHash === requestHash && first.runId ? { kind: 'replayed', runId: first.runId } : { kind: 'mismatch' };
+      const runId = await insertTriggeredRun(tx, now, tenantId, jobId, trigger, replayOf);
+      // No such job: the key stays unused (the transaction is rolled back by the caller's 404).
+      if (!runId) throw new NoSuchJob();
+      await recordUse(tx, tenantId, key, { runId });
+      return { kind: 'created', runId };
+    })
+    .catch((err: unknown): IdempotentRunResult => {
+      if (err instanceof NoSuchJob) return { kind: 'not_found' };
+      throw err;
+    });
 }
 
 /** Rolls back a keyed trigger whose job is not the tenant's. */

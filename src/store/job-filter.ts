@@ -3,10 +3,10 @@
  * always scoped by tenant and to the tenant's own jobs (never the hidden jobs that deliver notifications), so the
  * list and the bulk action can never disagree on what a filter matches.
  */
-import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
-import { ofTenant } from './tenant-scope.ts';
+import { and, eq, inArray, type SQL, sql } from 'drizzle-orm';
 import type { JobStatus } from '../domain/states.ts';
-import { jobs, jobSearchText } from './schema.ts';
+import { jobSearchText, jobs } from './schema.ts';
+import { ofTenant } from './tenant-scope.ts';
 
 /** A filter over a tenant's jobs; every given part must match. */
 export type JobFilter = {
@@ -39,6 +39,8 @@ export function jobFilterCondition(tenantId: string, filter: JobFilter): SQL {
     // The pattern is lower-cased by the database's lower(), as the text is: JavaScript's toLowerCase folds non-ASCII
     // letters that lower() under a C locale (PGlite's) keeps, so `q=ÉTÉ` would miss a job named "ÉTÉ".
     filter.q ? sql`${JOB_SEARCH_TEXT} like lower(${`%${likeLiteral(filter.q)}%`})` : undefined,
-    filter.metadata && Object.keys(filter.metadata).length > 0 ? sql`${jobs.metadata} @> ${JSON.stringify(filter.metadata)}::jsonb` : undefined,
+    filter.metadata && Object.keys(filter.metadata).length > 0
+      ? sql`${jobs.metadata} @> ${JSON.stringify(filter.metadata)}::jsonb`
+      : undefined,
   )!;
 }

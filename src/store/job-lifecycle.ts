@@ -4,20 +4,19 @@
  * job never interleave; pending runs are re-planned so that no occurrence is duplicated or lost.
  */
 import { and, eq, inArray, ne, sql } from 'drizzle-orm';
-import { shardOf } from '../domain/shard.ts';
-import { ofTenant } from './tenant-scope.ts';
-import type { JobSpec } from '../domain/job.ts';
-import { nextOccurrence } from '../domain/schedule.ts';
-import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type RunTrigger } from '../domain/states.ts';
-import { newId } from '../domain/ids.ts';
-import { jitterOffsetMs } from '../domain/schedule.ts';
 import { PAUSED_REASON, type PausedReason } from '../domain/events.ts';
+import { newId } from '../domain/ids.ts';
+import type { JobSpec } from '../domain/job.ts';
+import { jitterOffsetMs, nextOccurrence } from '../domain/schedule.ts';
+import { shardOf } from '../domain/shard.ts';
+import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type RunTrigger } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
-import { announceRun, pipelined, query, transactionRetryingDeadlocks, type Db, type Executor, type PlannerSettings } from './db.ts';
-import { deadLetterCondition } from './runs.ts';
+import { announceRun, type Db, type Executor, type PlannerSettings, pipelined, query, transactionRetryingDeadlocks } from './db.ts';
 import { assertActiveJobsRoom, type CreateJobOptions, type JobRow } from './jobs.ts';
-import { jobs, runs } from './schema.ts';
 import { recordEvents } from './notifications.ts';
+import { deadLetterCondition } from './runs.ts';
+import { jobs, runs } from './schema.ts';
+import { ofTenant } from './tenant-scope.ts';
 
 /** Why a lifecycle change was refused. */
 export class JobStateError extends Error {
@@ -34,7 +33,11 @@ export type JobChanges = Partial<Omit<JobSpec, 'authToken' | 'key'>> & {
 
 /** Locks the tenant's own job (never a notification endpoint's hidden job) for update; null when there is none. */
 async function lockJob(tx: Executor, tenantId: string, jobId: string): Promise<JobRow | null> {
-  const [row] = await tx.select().from(jobs).where(and(ofTenant(jobs, tenantId), eq(jobs.id, jobId), eq(jobs.kind, 'callback'))).for('update');
+  const [row] = await tx
+    .select()
+    .from(jobs)
+    .where(and(ofTenant(jobs, tenantId), eq(jobs.id, jobId), eq(jobs.kind, 'callback')))
+    .for('update');
   return row ?? null;
 }
 
@@ -65,7 +68,6 @@ export async function updateJob(
       ctx.openJobs?.added(tenantId, 1);
     }
     const now = ctx.clock.now();
-    const nowIso = new Date(now).toISOString();
     const set: Partial<typeof jobs.$inferInsert> = { updatedAt: new Date(now) };
     if (changes.name !== undefined) set.name = changes.name;
     if (changes.schedule !== undefined) set.schedule = changes.schedule;
@@ -87,7 +89,10 @@ export async function updateJob(
     const replan =
       resuming ||
       (!pausing && !staysPaused && (changes.replace === true || changes.schedule !== undefined || changes.jitterMs !== undefined));
-    await tx.update(jobs).set(set).where(and(ofTenant(jobs, tenantId), eq(jobs.id, jobId)));
+    await tx
+      .update(jobs)
+      .set(set)
+      .where(and(ofTenant(jobs, tenantId), eq(jobs.id, jobId)));
     if (pausing) {
       await pauseJobs(tx, shardOf(tenantId), [{ id: jobId, reason: PAUSED_REASON.manual }], now);
     } else if (replan) {
@@ -95,7 +100,10 @@ export async function updateJob(
       // A resume starts the count of failures in a row afresh (API.md "pauseAfterFailures").
       await replanJobs(tx, [{ tenantId, jobId, schedule, jitterMs: changes.jitterMs ?? job.jitterMs }], now, { resetFailures: resuming });
     }
-    const [updated] = await tx.select().from(jobs).where(and(ofTenant(jobs, tenantId), eq(jobs.id, jobId)));
+    const [updated] = await tx
+      .select()
+      .from(jobs)
+      .where(and(ofTenant(jobs, tenantId), eq(jobs.id, jobId)));
     return updated!;
   });
 }
@@ -112,9 +120,19 @@ export type Replan = { tenantId: string; jobId: string; schedule: JobSpec['sched
  * it in the caller's transaction with the jobs locked (`FOR UPDATE`).
  * @param opts.resetFailures also zero `consecutiveFailures` (a resume starts the count afresh)
  */
-export async function replanJobs(tx: Executor, list: readonly Replan[], nowMs: number, opts: { resetFailures?: boolean } = {}): Promise<void> {
+export async function replanJobs(
+  tx: Executor,
+  list: readonly Replan[],
+  nowMs: number,
+  opts: { resetFailures?: boolean } = {},
+): Promise<void> {
   if (list.length === 0) return;
-  const plans = list.map((j) => ({ tenantId: j.tenantId, jobId: j.jobId, nextMs: nextOccurrence(j.schedule, nowMs - 1), jitterMs: j.jitterMs }));
+  const plans = list.map((j) => ({
+    tenantId: j.tenantId,
+    jobId: j.jobId,
+    nextMs: nextOccurrence(j.schedule, nowMs - 1),
+    jitterMs: j.jitterMs,
+  }));
   // Read before the update below: only a change into `completed` is an event (a job already completed whose jitter
   // changes stays so, silently). The jobs are locked, so the status read is the one the update replaces.
   const ending = plans.filter((p) => p.nextMs === null);
@@ -130,7 +148,14 @@ export async function replanJobs(tx: Executor, list: readonly Replan[], nowMs: n
     );
   }
   await planNextRuns(tx, plans, nowMs);
-  const rows = JSON.stringify(plans.map((p) => ({ shard: shardOf(p.tenantId), id: p.jobId, tenant_id: p.tenantId, next_at: p.nextMs === null ? null : new Date(p.nextMs).toISOString() })));
+  const rows = JSON.stringify(
+    plans.map((p) => ({
+      shard: shardOf(p.tenantId),
+      id: p.jobId,
+      tenant_id: p.tenantId,
+      next_at: p.nextMs === null ? null : new Date(p.nextMs).toISOString(),
+    })),
+  );
   await tx.execute(sql`update jobs j
     set status = case when v.next_at is null then ${JOB_STATUS.completed} else ${JOB_STATUS.active} end, paused_reason = null,
         next_run_at = v.next_at, updated_at = ${new Date(nowMs).toISOString()}::timestamptz
@@ -138,7 +163,11 @@ export async function replanJobs(tx: Executor, list: readonly Replan[], nowMs: n
     from jsonb_to_recordset(${rows}::jsonb) as v(shard smallint, id uuid, tenant_id uuid, next_at timestamptz)
     where j.shard = v.shard and j.id = v.id and j.tenant_id = v.tenant_id`);
   // After the update, so the events show the jobs completed.
-  await recordEvents(tx, completing.map((j) => ({ type: 'job.completed', tenantId: j.tenantId, jobId: j.id })), nowMs);
+  await recordEvents(
+    tx,
+    completing.map((j) => ({ type: 'job.completed', tenantId: j.tenantId, jobId: j.id })),
+    nowMs,
+  );
 }
 
 /** A job's next occurrence (`nextMs`, epoch ms; null: none left) with its jitter in ms, for `planNextRuns`. */
@@ -210,7 +239,13 @@ export async function cancelJobs(tx: Executor, tenantId: string, jobIds: readonl
   await tx
     .update(runs)
     .set({ status: RUN_STATUS.canceled, finishedAt: now, nextAttemptAt: null, error: 'job canceled' })
-    .where(and(ofTenant(runs, tenantId), sql`${runs.jobId} = any(${ids}::uuid[])`, inArray(runs.status, [RUN_STATUS.scheduled, RUN_STATUS.retrying])));
+    .where(
+      and(
+        ofTenant(runs, tenantId),
+        sql`${runs.jobId} = any(${ids}::uuid[])`,
+        inArray(runs.status, [RUN_STATUS.scheduled, RUN_STATUS.retrying]),
+      ),
+    );
 }
 
 /**
@@ -267,7 +302,10 @@ export async function insertTriggeredRun(
     createdAt: new Date(nowMs),
   });
   if (replayOf) {
-    await tx.update(runs).set({ dismissedAt: new Date(nowMs) }).where(and(deadLetterCondition(tenantId), eq(runs.id, replayOf)));
+    await tx
+      .update(runs)
+      .set({ dismissedAt: new Date(nowMs) })
+      .where(and(deadLetterCondition(tenantId), eq(runs.id, replayOf)));
   }
   await announceRun(tx, nowMs, nowMs);
   return id;

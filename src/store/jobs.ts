@@ -2,17 +2,17 @@
  * Jobs, scoped by tenant. Creating a job commits the job and its first run in one transaction before the API
  * answers `201` (docs/design.md invariant 1), and announces the run on `RUNS_CHANNEL` so a sleeping dispatcher wakes.
  */
-import { and, desc, eq, lt, sql, type SQL } from 'drizzle-orm';
-import { shardOf } from '../domain/shard.ts';
-import { ofTenant } from './tenant-scope.ts';
+import { and, desc, eq, lt, type SQL, sql } from 'drizzle-orm';
+import { newId } from '../domain/ids.ts';
 import type { JobSpec } from '../domain/job.ts';
 import { jitterOffsetMs, nextOccurrence } from '../domain/schedule.ts';
+import { shardOf } from '../domain/shard.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
-import { announcement, isUniqueViolation, query, RUNS_CHANNEL, type Executor } from './db.ts';
-import { newId } from '../domain/ids.ts';
-import { jobFilterCondition, type JobFilter } from './job-filter.ts';
+import { announcement, type Executor, isUniqueViolation, query, RUNS_CHANNEL } from './db.ts';
+import { type JobFilter, jobFilterCondition } from './job-filter.ts';
 import { jobs } from './schema.ts';
+import { ofTenant } from './tenant-scope.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
 
@@ -30,7 +30,11 @@ export type CreateJobOptions = {
 export class JobKeyTakenError extends Error {
   override name = 'JobKeyTakenError';
   constructor(readonly key: string | null) {
-    super(key === null ? "a key of this batch was taken concurrently; nothing was committed, retry the batch" : `a job with key "${key}" exists`);
+    super(
+      key === null
+        ? 'a key of this batch was taken concurrently; nothing was committed, retry the batch'
+        : `a job with key "${key}" exists`,
+    );
   }
 }
 
@@ -97,7 +101,13 @@ export async function assertActiveJobsRoom(
  * Creates a job and its first run (`createJobs` with one spec).
  * @throws as `createJobs`
  */
-export async function createJob(ctx: StoreContext, tenantId: string, spec: JobSpec, registeredAtMs: number, opts: CreateJobOptions = {}): Promise<JobRow> {
+export async function createJob(
+  ctx: StoreContext,
+  tenantId: string,
+  spec: JobSpec,
+  registeredAtMs: number,
+  opts: CreateJobOptions = {},
+): Promise<JobRow> {
   const [job] = await createJobs(ctx, tenantId, [spec], registeredAtMs, opts);
   return job!;
 }
@@ -242,7 +252,10 @@ export async function getJob(ctx: StoreContext, tenantId: string, jobId: string)
 
 /** The tenant's job with this `key`, or null. */
 export async function getJobByKey(ctx: StoreContext, tenantId: string, key: string): Promise<JobRow | null> {
-  const [row] = await ctx.db.select().from(jobs).where(and(ofTenant(jobs, tenantId), eq(jobs.key, key)));
+  const [row] = await ctx.db
+    .select()
+    .from(jobs)
+    .where(and(ofTenant(jobs, tenantId), eq(jobs.key, key)));
   return row ?? null;
 }
 
@@ -277,7 +290,11 @@ export function listJobsQuery(db: Executor, tenantId: string, opts: ListJobsOpti
  * statistics.
  * @returns the page and the cursor of the next one (null at the end)
  */
-export async function listJobs(ctx: StoreContext, tenantId: string, opts: ListJobsOptions): Promise<{ items: JobRow[]; nextCursor: string | null }> {
+export async function listJobs(
+  ctx: StoreContext,
+  tenantId: string,
+  opts: ListJobsOptions,
+): Promise<{ items: JobRow[]; nextCursor: string | null }> {
   return page(await listJobsQuery(ctx.db, tenantId, opts), opts.limit);
 }
 

@@ -128,4 +128,3 @@ async function replaceActiveKey(ctx: StoreContext): Promise<SigningJwk> {
   // The retirement and the insert commit together: readers never see a moment without an active key.
   return { kid, alg: JWT_ALG, privateJwk, createdAtMs: now.getTime() };
 }
-

@@ -3,9 +3,9 @@
  * PostgreSQL: a session-level advisory lock makes them take turns, and drizzle's journal makes the second a no-op.
  */
 import { fileURLToPath } from 'node:url';
-import postgres from 'postgres';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
+import postgres from 'postgres';
 import { distributeOnCitus } from './citus.ts';
 
 /** The folder of committed migrations. */

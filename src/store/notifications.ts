@@ -9,23 +9,23 @@
  * events commit together or not at all, crashes included.
  */
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { shardOf } from '../domain/shard.ts';
-import { ofTenant } from './tenant-scope.ts';
-import { DEFAULT_TIMEOUT_MS, type CallbackSpec } from '../domain/job.ts';
 import {
   EVENT_DELIVERY_RETRY,
   EVENT_DELIVERY_WINDOW_MS,
-  MAX_NOTIFICATION_ENDPOINTS,
-  redactHeaderValues,
   type EventSeed,
   type EventType,
+  MAX_NOTIFICATION_ENDPOINTS,
+  redactHeaderValues,
 } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
+import { type CallbackSpec, DEFAULT_TIMEOUT_MS } from '../domain/job.ts';
+import { shardOf } from '../domain/shard.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
 import { announceRun, type Db, type Executor } from './db.ts';
 import { listRuns } from './runs.ts';
 import { jobs, notificationEndpoints, runs } from './schema.ts';
+import { ofTenant } from './tenant-scope.ts';
 import { jobView, runView } from './views.ts';
 
 export type NotificationEndpointRow = typeof notificationEndpoints.$inferSelect;
@@ -51,10 +51,17 @@ export async function createNotificationEndpoint(
       .select({ n: sql<number>`count(*)::int` })
       .from(notificationEndpoints)
       .where(ofTenant(notificationEndpoints, tenantId));
-    if (n >= MAX_NOTIFICATION_ENDPOINTS) throw new EndpointLimitError(`a tenant has at most ${MAX_NOTIFICATION_ENDPOINTS} notification endpoints`);
+    if (n >= MAX_NOTIFICATION_ENDPOINTS)
+      throw new EndpointLimitError(`a tenant has at most ${MAX_NOTIFICATION_ENDPOINTS} notification endpoints`);
     const now = new Date(ctx.clock.now());
     const jobId = newId();
-    const callback: CallbackSpec = { url: input.url, method: 'POST', headers: {}, successStatusCodes: ['2xx'], timeoutMs: DEFAULT_TIMEOUT_MS };
+    const callback: CallbackSpec = {
+      url: input.url,
+      method: 'POST',
+      headers: {},
+      successStatusCodes: ['2xx'],
+      timeoutMs: DEFAULT_TIMEOUT_MS,
+    };
     await tx.insert(jobs).values({
       shard: shardOf(tenantId),
       id: jobId,
@@ -75,7 +82,16 @@ export async function createNotificationEndpoint(
     });
     const [row] = await tx
       .insert(notificationEndpoints)
-      .values({ shard: shardOf(tenantId), id: newId(), tenantId, url: input.url, events: input.events, description: input.description, jobId, createdAt: now })
+      .values({
+        shard: shardOf(tenantId),
+        id: newId(),
+        tenantId,
+        url: input.url,
+        events: input.events,
+        description: input.description,
+        jobId,
+        createdAt: now,
+      })
       .returning();
     return row!;
   });
@@ -87,7 +103,11 @@ export async function listNotificationEndpoints(ctx: StoreContext, tenantId: str
 }
 
 /** The tenant's endpoint, or null (also for another tenant's id). */
-export async function getNotificationEndpoint(ctx: StoreContext, tenantId: string, endpointId: string): Promise<NotificationEndpointRow | null> {
+export async function getNotificationEndpoint(
+  ctx: StoreContext,
+  tenantId: string,
+  endpointId: string,
+): Promise<NotificationEndpointRow | null> {
   const [row] = await ctx.db
     .select()
     .from(notificationEndpoints)
@@ -107,7 +127,9 @@ export async function deleteNotificationEndpoint(ctx: StoreContext, tenantId: st
       .returning();
     if (!row) return false;
     const nowIso = new Date(ctx.clock.now()).toISOString();
-    await tx.execute(sql`update jobs set status = 'canceled', updated_at = ${nowIso}::timestamptz where shard = ${row.shard} and id = ${row.jobId}`);
+    await tx.execute(
+      sql`update jobs set status = 'canceled', updated_at = ${nowIso}::timestamptz where shard = ${row.shard} and id = ${row.jobId}`,
+    );
     await tx.execute(sql`update runs set status = 'canceled', finished_at = ${nowIso}::timestamptz, next_attempt_at = null,
         error = 'notification endpoint deleted'
       where shard = ${row.shard} and job_id = ${row.jobId} and status in ('scheduled', 'retrying')`);
@@ -162,8 +184,24 @@ export async function recordEvents(
 
   const jobIds = [...new Set(wanted.map((s) => s.jobId))];
   const runIds = [...new Set(wanted.flatMap((s) => (s.runId ? [s.runId] : [])))];
-  const jobRows = new Map((await tx.select().from(jobs).where(and(inArray(jobs.shard, shards), inArray(jobs.id, jobIds)))).map((j) => [j.id, j]));
-  const runRows = new Map(runIds.length ? (await tx.select().from(runs).where(and(inArray(runs.shard, shards), inArray(runs.id, runIds)))).map((r) => [r.id, r]) : []);
+  const jobRows = new Map(
+    (
+      await tx
+        .select()
+        .from(jobs)
+        .where(and(inArray(jobs.shard, shards), inArray(jobs.id, jobIds)))
+    ).map((j) => [j.id, j]),
+  );
+  const runRows = new Map(
+    runIds.length
+      ? (
+          await tx
+            .select()
+            .from(runs)
+            .where(and(inArray(runs.shard, shards), inArray(runs.id, runIds)))
+        ).map((r) => [r.id, r])
+      : [],
+  );
   const now = new Date(nowMs);
   const deliveries: (typeof runs.$inferInsert)[] = [];
   for (const seed of wanted) {

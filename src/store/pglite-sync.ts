@@ -10,7 +10,7 @@
  * `--ignore-scripts`), so it is checked the same way before the database opens, and again once it is open (the hooks
  * installed), unless CHIME_EMBEDDED_SYNC=off gives durability up. Node only (reads node_modules).
  */
-import { open, readdir } from 'node:fs/promises';
+import { type FileHandle, open, readdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../config.ts';
 import { installedPackageDir, packageJsonOf, unpatchedFiles } from './installed-patch.ts';
@@ -55,7 +55,7 @@ export function checkPGliteSyncPatch(packageDir: string = pglitePackageDir()): v
 export function checkSyncHooks(module: { NODEFS: unknown }): void {
   const ops = (module.NODEFS as { stream_ops?: Record<string, unknown> } | undefined)?.stream_ops;
   if (typeof ops?.fsync === 'function' && typeof ops.fdatasync === 'function') return;
-  throw patchError('opened a file system without the fsync/fdatasync operations of Chime\'s patch');
+  throw patchError("opened a file system without the fsync/fdatasync operations of Chime's patch");
 }
 
 function patchError(what: string): PGliteSyncPatchError {
@@ -88,7 +88,7 @@ async function syncFolder(dir: string): Promise<void> {
 }
 
 async function syncPath(path: string): Promise<void> {
-  let handle;
+  let handle: FileHandle;
   try {
     handle = await open(path, 'r');
   } catch (err) {

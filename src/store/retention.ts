@@ -4,10 +4,10 @@
  * statement, so pruning never holds locks on many rows at once and never touches waiting or running runs.
  */
 import { sql } from 'drizzle-orm';
-import { SHARD_COUNT } from '../domain/shard.ts';
 import { uuidV7LowerBound } from '../domain/ids.ts';
+import { SHARD_COUNT } from '../domain/shard.ts';
 import { FINAL_RUN_STATUSES } from '../domain/states.ts';
-import { query, type Db } from './db.ts';
+import { type Db, query } from './db.ts';
 import { IDEMPOTENCY_TTL_MS } from './idempotency.ts';
 
 /** Most rows one pruning statement deletes. */

@@ -1,11 +1,11 @@
 /** Runs and their attempt log, read side, scoped by tenant. */
 import { and, asc, desc, eq, gte, isNull, lt, ne, type SQL } from 'drizzle-orm';
-import { ofTenant } from './tenant-scope.ts';
 import { RUN_STATUS, type RunStatus } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
 import type { Executor } from './db.ts';
 import { page } from './jobs.ts';
 import { attempts, runs } from './schema.ts';
+import { ofTenant } from './tenant-scope.ts';
 
 export type RunRow = typeof runs.$inferSelect;
 export type AttemptRow = typeof attempts.$inferSelect;
@@ -75,7 +75,11 @@ export function tenantRunsQuery(db: Executor, tenantId: string, opts: TenantRuns
  * the previous page).
  * @returns the page and the cursor of the next one (null at the end)
  */
-export async function listTenantRuns(ctx: StoreContext, tenantId: string, opts: TenantRunsOptions): Promise<{ items: RunRow[]; nextCursor: string | null }> {
+export async function listTenantRuns(
+  ctx: StoreContext,
+  tenantId: string,
+  opts: TenantRunsOptions,
+): Promise<{ items: RunRow[]; nextCursor: string | null }> {
   return page(await tenantRunsQuery(ctx.db, tenantId, opts), opts.limit);
 }
 
@@ -110,13 +114,12 @@ export async function listDeadLetters(
 }
 
 /** A run of the tenant with its attempts in order, or null (also for another tenant's run or a notification's delivery). */
-export async function getRun(
-  ctx: StoreContext,
-  tenantId: string,
-  runId: string,
-): Promise<{ run: RunRow; attempts: AttemptRow[] } | null> {
+export async function getRun(ctx: StoreContext, tenantId: string, runId: string): Promise<{ run: RunRow; attempts: AttemptRow[] } | null> {
   // A notification's delivery is not the tenant's run (its history is the endpoint's deliveries).
-  const [run] = await ctx.db.select().from(runs).where(and(ofTenant(runs, tenantId), eq(runs.id, runId), ne(runs.trigger, 'notification')));
+  const [run] = await ctx.db
+    .select()
+    .from(runs)
+    .where(and(ofTenant(runs, tenantId), eq(runs.id, runId), ne(runs.trigger, 'notification')));
   if (!run) return null;
   const log = await ctx.db
     .select()

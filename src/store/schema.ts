@@ -5,7 +5,7 @@
  * Hot path: runs waiting to fire (`scheduled`, `retrying`) sit in the partial index `runs_due_idx` on
  * `next_attempt_at`, so claiming costs the same whatever the number of jobs or of finished runs (docs/design.md).
  */
-import { sql, type SQL } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import {
   type AnyPgColumn,
   boolean,
@@ -203,7 +203,9 @@ export const runs = pgTable(
     index('runs_lease_idx').on(t.shard, t.leaseExpiresAt).where(sql`${t.leaseExpiresAt} is not null`),
     index('runs_job_idx').on(t.jobId, t.shard, t.id),
     // Dead letters: failed, not dismissed, not a notification's delivery; newest first per tenant.
-    index('runs_tenant_dead_idx').on(t.tenantId, t.shard, t.id).where(sql`${t.status} = 'failed' and ${t.dismissedAt} is null and ${t.trigger} <> 'notification'`),
+    index('runs_tenant_dead_idx')
+      .on(t.tenantId, t.shard, t.id)
+      .where(sql`${t.status} = 'failed' and ${t.dismissedAt} is null and ${t.trigger} <> 'notification'`),
     // The tenant-wide runs feed (`GET /v1/runs`), newest first.
     index('runs_tenant_idx').on(t.tenantId, t.shard, t.id),
   ],

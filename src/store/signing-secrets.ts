@@ -2,13 +2,13 @@
  * Standard Webhooks signing secrets per tenant, sealed at rest. Rotation keeps the previous secret signing for
  * `ROTATION_OVERLAP_MS`, so receivers can switch over without dropping a callback.
  */
-import { and, desc, eq, gt, isNull, or } from 'drizzle-orm';
+import { and, desc, gt, isNull, or } from 'drizzle-orm';
+import { newId } from '../domain/ids.ts';
 import { shardOf } from '../domain/shard.ts';
-import { ofTenant } from './tenant-scope.ts';
 import type { StoreContext } from './context.ts';
 import { generateSigningSecret } from './credentials.ts';
-import { newId } from '../domain/ids.ts';
 import { signingSecrets } from './schema.ts';
+import { ofTenant } from './tenant-scope.ts';
 
 /** How long a rotated-out secret keeps signing: 24 h. */
 export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
@@ -35,12 +35,7 @@ export async function activeSigningSecrets(ctx: StoreContext, tenantId: string):
   const rows = await ctx.db
     .select({ secretEnc: signingSecrets.secretEnc })
     .from(signingSecrets)
-    .where(
-      and(
-        ofTenant(signingSecrets, tenantId),
-        or(isNull(signingSecrets.expiresAt), gt(signingSecrets.expiresAt, now)),
-      ),
-    )
+    .where(and(ofTenant(signingSecrets, tenantId), or(isNull(signingSecrets.expiresAt), gt(signingSecrets.expiresAt, now))))
     .orderBy(desc(signingSecrets.id));
   return Promise.all(rows.map((r) => ctx.cipher.open(r.secretEnc)));
 }

@@ -1,12 +1,12 @@
 /** Tenants: the unit of isolation. Creating one also makes its first API key and signing secret. */
 import { and, eq, sql } from 'drizzle-orm';
-import { shardOf } from '../domain/shard.ts';
-import type { StoreContext } from './context.ts';
 import { newId } from '../domain/ids.ts';
-import { tenants } from './schema.ts';
+import { shardOf } from '../domain/shard.ts';
 import { createApiKey } from './api-keys.ts';
-import { createSigningSecret } from './signing-secrets.ts';
+import type { StoreContext } from './context.ts';
 import type { Db } from './db.ts';
+import { tenants } from './schema.ts';
+import { createSigningSecret } from './signing-secrets.ts';
 
 export type Tenant = { tenantId: string; name: string; createdAt: Date };
 
@@ -14,10 +14,7 @@ export type Tenant = { tenantId: string; name: string; createdAt: Date };
  * Creates a tenant with one API key named "default" and one signing secret, in one transaction.
  * @returns the tenant and the two secrets, which are never readable again
  */
-export async function createTenant(
-  ctx: StoreContext,
-  name: string,
-): Promise<{ tenant: Tenant; apiKey: string; signingSecret: string }> {
+export async function createTenant(ctx: StoreContext, name: string): Promise<{ tenant: Tenant; apiKey: string; signingSecret: string }> {
   return (ctx.db as Db).transaction(async (tx) => {
     const c = { ...ctx, db: tx };
     const tenantId = newId();
@@ -31,7 +28,10 @@ export async function createTenant(
 
 /** The tenant, or null. */
 export async function getTenant(ctx: StoreContext, tenantId: string): Promise<Tenant | null> {
-  const [row] = await ctx.db.select().from(tenants).where(and(eq(tenants.shard, shardOf(tenantId)), eq(tenants.id, tenantId)));
+  const [row] = await ctx.db
+    .select()
+    .from(tenants)
+    .where(and(eq(tenants.shard, shardOf(tenantId)), eq(tenants.id, tenantId)));
   return row ? { tenantId: row.id, name: row.name, createdAt: row.createdAt } : null;
 }
 
@@ -49,7 +49,10 @@ export async function deleteTenant(ctx: StoreContext, tenantId: string): Promise
     for (const table of ['runs', 'jobs', 'notification_endpoints', 'idempotency_keys', 'api_keys', 'signing_secrets']) {
       await tx.execute(sql`delete from ${sql.identifier(table)} where shard = ${shard} and tenant_id = ${tenantId}`);
     }
-    const gone = await tx.delete(tenants).where(and(eq(tenants.shard, shard), eq(tenants.id, tenantId))).returning({ id: tenants.id });
+    const gone = await tx
+      .delete(tenants)
+      .where(and(eq(tenants.shard, shard), eq(tenants.id, tenantId)))
+      .returning({ id: tenants.id });
     return gone.length > 0;
   });
 }

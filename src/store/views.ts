@@ -2,13 +2,14 @@
  * Rows → their API representations (API.md "Job", "Run"): times as RFC 3339 UTC with ms, secrets never shown. In the
  * store, not the API, because notification events carry them too (store/notifications.ts).
  */
-import type { CallbackSpec } from '../domain/job.ts';
+
 import type { PausedReason } from '../domain/events.ts';
+import type { CallbackSpec } from '../domain/job.ts';
 import type { RetryPolicy } from '../domain/retry.ts';
 import type { Schedule } from '../domain/schedule.ts';
+import type { CatchUpPolicy, DeliveryMode, JobStatus, OverlapPolicy, RunStatus, RunTrigger } from '../domain/states.ts';
 import type { JobRow } from './jobs.ts';
 import type { AttemptRow, RunRow } from './runs.ts';
-import type { CatchUpPolicy, DeliveryMode, JobStatus, OverlapPolicy, RunStatus, RunTrigger } from '../domain/states.ts';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 

@@ -5,7 +5,7 @@
  * is with `DATABASE_URL` on Node.
  */
 import { z } from 'zod';
-import { ConfigError, loadConfig, type Config } from '../config.ts';
+import { type Config, ConfigError, loadConfig } from '../config.ts';
 import { ENCRYPTION_KEY_BYTES, fromBase64Url } from '../store/cipher.ts';
 import type { WorkerEnv } from './types.ts';
 
@@ -31,12 +31,15 @@ export const WORKER_DB_CONNECTIONS = 5;
 const positiveInt = z.coerce.number().int().positive();
 const WorkerVarsSchema = z.object({
   CHIME_WORKER_TICK_BUDGET_MS: positiveInt.max(14 * 60_000).default(WORKER_DEFAULTS.tickBudgetMs),
-  CHIME_WORKER_CONCURRENCY: positiveInt.max(WORKER_MAX_CONCURRENCY, `at most ${WORKER_MAX_CONCURRENCY} (simultaneous connections of a Worker invocation)`).default(WORKER_DEFAULTS.concurrency),
+  CHIME_WORKER_CONCURRENCY: positiveInt
+    .max(WORKER_MAX_CONCURRENCY, `at most ${WORKER_MAX_CONCURRENCY} (simultaneous connections of a Worker invocation)`)
+    .default(WORKER_DEFAULTS.concurrency),
   CHIME_WORKER_MAX_CALLBACKS_PER_TICK: positiveInt.max(100_000).default(WORKER_DEFAULTS.maxCallbacksPerTick),
 });
 
 /** The `scheduled` tick's bounds (see WORKER_DEFAULTS). */
 import type { TickLimits } from '../dispatch/drivers/workers-tick.ts';
+
 export type { TickLimits };
 
 /** Everything the Worker's handlers need from `env`. */

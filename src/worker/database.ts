@@ -5,10 +5,11 @@
  * Cloudflare documents (https://developers.cloudflare.com/hyperdrive/examples/connect-to-postgres/postgres-drivers-and-libraries/postgres-js/).
  * Migrations are not run from here: the operator runs `chime migrate` against the origin database.
  */
-import postgres from 'postgres';
+
 import { drizzle } from 'drizzle-orm/postgres-js';
-import * as schema from '../store/schema.ts';
+import postgres from 'postgres';
 import type { Database, Db } from '../store/db.ts';
+import * as schema from '../store/schema.ts';
 import { WORKER_DB_CONNECTIONS } from './config.ts';
 
 /** A database client for one invocation. `listen` is not offered: Hyperdrive does not carry LISTEN sessions. */

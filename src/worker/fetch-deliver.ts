@@ -15,10 +15,11 @@
  * connector checks every resolved address (src/dispatch/guard.ts). `CHIME_ALLOW_PRIVATE_DESTINATIONS=true` lifts
  * the check (local `wrangler dev` against a receiver on 127.0.0.1).
  */
-import { ERROR_CLASS, NOT_SENT_ERROR_CODES, type HttpResult } from '../domain/attempt-outcome.ts';
+
+import type { Deliver } from '../dispatch/deliver.ts';
+import { ERROR_CLASS, type HttpResult, NOT_SENT_ERROR_CODES } from '../domain/attempt-outcome.ts';
 import { checkCallbackUrl } from '../domain/destination.ts';
 import { parseRetryAfter } from '../domain/retry.ts';
-import type { Deliver } from '../dispatch/deliver.ts';
 
 /** Bytes of the response body kept in the attempt log (as RESPONSE_EXCERPT_BYTES in src/dispatch/deliver.ts). */
 export const FETCH_EXCERPT_BYTES = 1024;
@@ -43,7 +44,12 @@ export function createFetchDeliver(opts: FetchDeliverOptions): Deliver {
   return async (req, nowMs) => {
     const check = checkCallbackUrl(req.url, { allowPrivate: opts.allowPrivate });
     if (!check.ok) {
-      return { kind: 'error', errorClass: ERROR_CLASS.refusedDestination, message: `refused destination: ${check.reason}`, maybeSent: false };
+      return {
+        kind: 'error',
+        errorClass: ERROR_CLASS.refusedDestination,
+        message: `refused destination: ${check.reason}`,
+        maybeSent: false,
+      };
     }
     const signal = AbortSignal.timeout(req.timeoutMs);
     try {
@@ -100,7 +106,6 @@ async function readExcerpt(res: Response, signal: AbortSignal): Promise<string> 
   }
   return new TextDecoder().decode(all);
 }
-
 
 /**
  * Maps a `fetch` rejection to an attempt error class. `maybeSent` is false only when no byte can have left:

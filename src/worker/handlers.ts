@@ -10,19 +10,19 @@
  */
 import pkg from '../../package.json' with { type: 'json' };
 import { createApp } from '../api/app.ts';
-import { problemBody, PROBLEM_CONTENT_TYPE } from '../api/problems.ts';
+import { PROBLEM_CONTENT_TYPE, problemBody } from '../api/problems.ts';
 import { ConfigError } from '../config.ts';
-import { systemClock, type Clock } from '../domain/clock.ts';
-import { newId } from '../domain/ids.ts';
+import type { WebAssets } from '../console/assets.ts';
+import { runTick, type TickReport } from '../dispatch/drivers/workers-tick.ts';
 import { createKeyring } from '../dispatch/keyring.ts';
-import { createCipher, type Cipher } from '../store/cipher.ts';
+import { type Clock, systemClock } from '../domain/clock.ts';
+import { newId } from '../domain/ids.ts';
+import { type Cipher, createCipher } from '../store/cipher.ts';
 import { loadWorkerConfig, type WorkerConfig } from './config.ts';
 import { openWorkerDatabase, type WorkerDatabase } from './database.ts';
 import { createFetchDeliver, type FetchFn } from './fetch-deliver.ts';
 import { createWorkerLogger, type LogSink, type WorkerLogger } from './log.ts';
-import { runTick, type TickReport } from '../dispatch/drivers/workers-tick.ts';
 import type { ExecutionContext, ScheduledController, WorkerEnv } from './types.ts';
-import type { WebAssets } from '../console/assets.ts';
 
 /** Services of the handlers; every one has a production default. */
 export type WorkerServices = {
@@ -59,7 +59,11 @@ export function createWorkerHandlers(services: WorkerServices = {}): WorkerHandl
     // The Hyperdrive connection string may differ per invocation: re-read it, keep the rest.
     if (hit && hit.wc.config.databaseUrl === (env.HYPERDRIVE?.connectionString ?? env.DATABASE_URL)) return hit;
     const wc = loadWorkerConfig(env);
-    const p = { wc, cipher: await createCipher(wc.encryptionKey), log: createWorkerLogger(wc.config.logLevel, { service: 'chime', runtime: 'workers' }, services.logSink) };
+    const p = {
+      wc,
+      cipher: await createCipher(wc.encryptionKey),
+      log: createWorkerLogger(wc.config.logLevel, { service: 'chime', runtime: 'workers' }, services.logSink),
+    };
     prepared.set(env, p);
     return p;
   }
@@ -112,7 +116,10 @@ export function createWorkerHandlers(services: WorkerServices = {}): WorkerHandl
             db: database.db,
             clock,
             keyring: createKeyring(store, { jwtKeyMaxAgeMs: wc.config.jwtKeyMaxAgeMs }),
-            deliver: createFetchDeliver({ allowPrivate: wc.config.allowPrivateDestinations, ...(services.fetch ? { fetch: services.fetch } : {}) }),
+            deliver: createFetchDeliver({
+              allowPrivate: wc.config.allowPrivateDestinations,
+              ...(services.fetch ? { fetch: services.fetch } : {}),
+            }),
             log,
             userAgent: `chime/${pkg.version}`,
             owner: newId(),

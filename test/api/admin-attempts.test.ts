@@ -7,19 +7,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../../src/api/app.ts';
-import {
-  ADMIN_FAILURE_BURST,
-  ADMIN_FAILURES_PER_MINUTE,
-  addressKey,
-  FailedAttempts,
-  TokenBuckets,
-} from '../../src/api/rate-limit.ts';
+import { ADMIN_FAILURE_BURST, ADMIN_FAILURES_PER_MINUTE, addressKey, FailedAttempts, TokenBuckets } from '../../src/api/rate-limit.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { createCipher } from '../../src/store/cipher.ts';
 import { openEmbedded } from '../../src/store/embedded.ts';
 import { migrateEmbedded } from '../../src/store/migrate.ts';
-import { ADMIN_TOKEN } from '../support/chime-process.ts';
 import { TEST_APP_CONFIG } from '../support/app.ts';
+import { ADMIN_TOKEN } from '../support/chime-process.ts';
 
 const T0 = Date.UTC(2030, 0, 1);
 
@@ -80,7 +74,11 @@ describe('POST /v1/tenants with wrong admin tokens, in process', () => {
     const post = (client: string, token: string | null) =>
       app.request('/v1/tenants', {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-test-client': client, ...(token === null ? {} : { authorization: `Bearer ${token}` }) },
+        headers: {
+          'content-type': 'application/json',
+          'x-test-client': client,
+          ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+        },
         body: JSON.stringify({ name: 'acme' }),
       });
     try {
@@ -100,8 +98,14 @@ describe('POST /v1/tenants with wrong admin tokens, in process', () => {
       expect((await post('198.51.100.7', ADMIN_TOKEN)).status).toBe(201);
 
       expect(warnings).toHaveLength(ADMIN_FAILURE_BURST + 2);
-      expect(warnings[0]).toEqual({ fields: { clientAddress: '198.51.100.7', path: '/v1/tenants', reason: 'no bearer token' }, message: 'admin token refused' });
-      expect(warnings[1]).toEqual({ fields: { clientAddress: '198.51.100.7', path: '/v1/tenants', reason: 'wrong token' }, message: 'admin token refused' });
+      expect(warnings[0]).toEqual({
+        fields: { clientAddress: '198.51.100.7', path: '/v1/tenants', reason: 'no bearer token' },
+        message: 'admin token refused',
+      });
+      expect(warnings[1]).toEqual({
+        fields: { clientAddress: '198.51.100.7', path: '/v1/tenants', reason: 'wrong token' },
+        message: 'admin token refused',
+      });
       expect(warnings.at(-1)!.fields).toMatchObject({ clientAddress: '198.51.100.7', retryAfterSeconds: expect.any(Number) });
       const logged = JSON.stringify(warnings);
       for (const token of [...guesses, 'guess-x', ADMIN_TOKEN]) expect(logged).not.toContain(token);

@@ -5,8 +5,8 @@
  */
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../support/app.ts';
 import { apiClient, type TestTenant } from '../support/api.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
 
 type Sent = { status: number; body: any };
 

@@ -12,7 +12,11 @@ import type { TestTenant } from '../support/api.ts';
 import { apiClient, startTestApp, TEST_APP_URL, type TestApp } from '../support/app.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 
-const job = (team: string) => ({ schedule: { type: 'delay', delayMs: 3_600_000 }, callback: { url: 'http://127.0.0.1:9/hook' }, metadata: { team } });
+const job = (team: string) => ({
+  schedule: { type: 'delay', delayMs: 3_600_000 },
+  callback: { url: 'http://127.0.0.1:9/hook' },
+  metadata: { team },
+});
 
 describe.each(DATABASE_TARGETS)('the bulk bound ($kind)', (target) => {
   let app: TestApp;
@@ -32,7 +36,9 @@ describe.each(DATABASE_TARGETS)('the bulk bound ($kind)', (target) => {
     expect(over.status).toBe(400);
     expect(over.headers.get('content-type')).toBe('application/problem+json');
     expect(over.body).toMatchObject({ type: 'urn:chime:problem:validation', status: 400 });
-    expect(over.body.errors).toEqual([{ path: 'filter', message: expect.stringMatching(/matches 4 jobs; at most 3 per call.*nothing was changed/) }]);
+    expect(over.body.errors).toEqual([
+      { path: 'filter', message: expect.stringMatching(/matches 4 jobs; at most 3 per call.*nothing was changed/) },
+    ]);
     expect(await statuses()).toEqual(['active', 'active', 'active', 'active']);
 
     // One job fewer matches (it is canceled, and the filter asks for active ones): exactly the bound is allowed.
@@ -56,8 +62,13 @@ describe.each(DATABASE_TARGETS)('the bulk bound ($kind)', (target) => {
       from jobs j, generate_series(1, ${MAX_BULK_JOBS}) where j.id = ${created.body.jobId}`);
     const over = await plain.post('/v1/jobs/bulk', { action: 'pause', filter: { metadata: { team: 'many' } } });
     expect(over.status).toBe(400);
-    expect(over.body.errors).toEqual([{ path: 'filter', message: expect.stringContaining(`matches ${MAX_BULK_JOBS + 1} jobs; at most ${MAX_BULK_JOBS} per call`) }]);
-    const [changed] = await query<{ n: number }>(app.database.db, sql`select count(*)::int as n from jobs where metadata->>'team' = 'many' and status <> 'active'`);
+    expect(over.body.errors).toEqual([
+      { path: 'filter', message: expect.stringContaining(`matches ${MAX_BULK_JOBS + 1} jobs; at most ${MAX_BULK_JOBS} per call`) },
+    ]);
+    const [changed] = await query<{ n: number }>(
+      app.database.db,
+      sql`select count(*)::int as n from jobs where metadata->>'team' = 'many' and status <> 'active'`,
+    );
     expect(changed!.n).toBe(0);
   }, 120_000);
 });

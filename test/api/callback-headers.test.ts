@@ -7,8 +7,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callbackHeaderIssue } from '../../src/domain/callback-headers.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
 import type { ApiResponse, TestTenant } from '../support/api.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
 
 const URL = 'http://127.0.0.1:9/hook';
 const job = (headers: Record<string, string>, extra: Record<string, unknown> = {}) => ({
@@ -18,13 +18,35 @@ const job = (headers: Record<string, string>, extra: Record<string, unknown> = {
 
 /** One header each that the rule refuses: reserved names (any case), bad names, and unsendable values. */
 const REFUSED: [name: string, value: string][] = [
-  ['Host', 'example.com'], ['content-length', '5'], ['Content-Type', 'text/plain'], ['User-Agent', 'mine/1.0'], ['Expect', '100-continue'],
-  ['Connection', 'close'], ['Keep-Alive', 'timeout=5'], ['Proxy-Connection', 'keep-alive'], ['Proxy-Authorization', 'Basic x'],
-  ['Transfer-Encoding', 'chunked'], ['TE', 'trailers'], ['Trailer', 'X-Sum'], ['Upgrade', 'websocket'], ['webhook-id', 'mine'],
-  ['Chime-Foo', 'x'], ['CHIME-SIGNATURE', 'x'],
-  ['X Bad', 'name with a space'], ['X-Café', 'non-ASCII name'],
-  ['X-Del', 'a\x7fb'], ['X-Nul', 'a\0b'], ['X-Cr', 'a\rb'], ['X-Lf', 'a\nb'], ['X-Bell', 'a\x07b'], ['X-Esc', '\x1b[31m'],
-  ['X-Accent', 'café'], ['X-Umlaut', 'Grüße'], ['X-Emoji', '🙂'], ['X-Lead', ' x'], ['X-Trail', 'x\t'],
+  ['Host', 'example.com'],
+  ['content-length', '5'],
+  ['Content-Type', 'text/plain'],
+  ['User-Agent', 'mine/1.0'],
+  ['Expect', '100-continue'],
+  ['Connection', 'close'],
+  ['Keep-Alive', 'timeout=5'],
+  ['Proxy-Connection', 'keep-alive'],
+  ['Proxy-Authorization', 'Basic x'],
+  ['Transfer-Encoding', 'chunked'],
+  ['TE', 'trailers'],
+  ['Trailer', 'X-Sum'],
+  ['Upgrade', 'websocket'],
+  ['webhook-id', 'mine'],
+  ['Chime-Foo', 'x'],
+  ['CHIME-SIGNATURE', 'x'],
+  ['X Bad', 'name with a space'],
+  ['X-Café', 'non-ASCII name'],
+  ['X-Del', 'a\x7fb'],
+  ['X-Nul', 'a\0b'],
+  ['X-Cr', 'a\rb'],
+  ['X-Lf', 'a\nb'],
+  ['X-Bell', 'a\x07b'],
+  ['X-Esc', '\x1b[31m'],
+  ['X-Accent', 'café'],
+  ['X-Umlaut', 'Grüße'],
+  ['X-Emoji', '🙂'],
+  ['X-Lead', ' x'],
+  ['X-Trail', 'x\t'],
 ];
 
 const pathsOf = (r: ApiResponse) => (r.body?.errors ?? []).map((e: { path: string }) => e.path);
@@ -97,12 +119,17 @@ describe('callback headers at registration', () => {
 
   it('POST /v1/jobs/batch answers each job with a refused header 400 naming it, and stores the others', async () => {
     const t = await app.tenant('batch');
-    const r = await t.api.post('/v1/jobs/batch', { jobs: [...REFUSED.map(([name, value]) => job({ [name]: value })), job({ 'X-Team': 'ops' })] });
+    const r = await t.api.post('/v1/jobs/batch', {
+      jobs: [...REFUSED.map(([name, value]) => job({ [name]: value })), job({ 'X-Team': 'ops' })],
+    });
     expect(r.status).toBe(200);
     REFUSED.forEach(([name], i) => {
       const item = r.body.results[i];
       expect(item.status, name).toBe(400);
-      expect(item.problem.errors.map((e: { path: string }) => e.path), name).toContain(`callback.headers.${name}`);
+      expect(
+        item.problem.errors.map((e: { path: string }) => e.path),
+        name,
+      ).toContain(`callback.headers.${name}`);
     });
     expect(r.body.results[REFUSED.length].status).toBe(201);
     const stored = (await t.api.get('/v1/jobs')).body.jobs;
@@ -115,7 +142,9 @@ describe('callback headers at registration', () => {
     expect(created.status).toBe(201);
     const before = (await t.api.get(`/v1/jobs/${created.body.jobId}`)).body;
     for (const [name, value] of REFUSED) {
-      const r = await t.api.request('PATCH', `/v1/jobs/${created.body.jobId}`, { callback: { headers: { 'X-Team': 'dev', [name]: value } } });
+      const r = await t.api.request('PATCH', `/v1/jobs/${created.body.jobId}`, {
+        callback: { headers: { 'X-Team': 'dev', [name]: value } },
+      });
       expectRefused(r, name, `PATCH ${name}`);
     }
     expect((await t.api.get(`/v1/jobs/${created.body.jobId}`)).body).toEqual(before);
@@ -143,7 +172,22 @@ describe('callback headers at registration', () => {
   it('accepts a random header exactly when the rule does, and stores it as given', async () => {
     const t = await app.tenant('random');
     const name = fc.oneof(
-      fc.constantFrom('Expect', 'expect', 'Host', 'TE', 'te', 'Tee', 'Trailer', 'Keep-Alive', 'proxy-x', 'Proxy', 'Webhook-X', 'chime-', 'X-Team', 'Accept'),
+      fc.constantFrom(
+        'Expect',
+        'expect',
+        'Host',
+        'TE',
+        'te',
+        'Tee',
+        'Trailer',
+        'Keep-Alive',
+        'proxy-x',
+        'Proxy',
+        'Webhook-X',
+        'chime-',
+        'X-Team',
+        'Accept',
+      ),
       fc.stringMatching(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,20}$/),
       fc.string({ minLength: 0, maxLength: 6 }),
     );

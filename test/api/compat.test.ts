@@ -4,12 +4,12 @@
  * fields; in process on each database, then a delivery through the real process to a real receiver.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, startTestApp, TEST_APP_URL, type TestApp } from '../support/app.ts';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { apiClient, startTestApp, TEST_APP_URL, type TestApp } from '../support/app.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { DATABASE_TARGETS, type FreshDatabase, freshDatabase } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 
 const HOOK = 'http://127.0.0.1:9/hook';
 const body = (extra: Record<string, unknown> = {}) => ({ name: 'nightly', cronExpr: '0 3 * * *', handlerUrl: HOOK, ...extra });
@@ -143,7 +143,14 @@ describe.each(DATABASE_TARGETS)('a compatibility job delivered by the real proce
 
   it('a trigger is sent with the payload and retried once after a failure (retries: 1)', async () => {
     const t = await createTestTenant(chime.url, 'compat-e2e');
-    const created = await t.api.post('/jobs', { name: 'e2e', cronExpr: '0 0 1 1 *', handlerUrl: `${receiver.url}/hook`, payload: { hello: 'compat' }, timeout: 5000, retries: 1 });
+    const created = await t.api.post('/jobs', {
+      name: 'e2e',
+      cronExpr: '0 0 1 1 *',
+      handlerUrl: `${receiver.url}/hook`,
+      payload: { hello: 'compat' },
+      timeout: 5000,
+      retries: 1,
+    });
     expect(created.status).toBe(201);
     const { runId } = (await t.api.post(`/jobs/${created.body.jobId}/trigger`)).body;
     const run = await eventually(

@@ -14,7 +14,13 @@ import { startTestApp, TEST_APP_URL, type TestApp } from '../support/app.ts';
 
 /** The directives of a CSP header, by name. */
 function directives(csp: string | null): Map<string, string[]> {
-  return new Map((csp ?? '').split(';').map((d) => d.trim().split(/\s+/)).filter((d) => d[0]).map(([name, ...values]) => [name!, values]));
+  return new Map(
+    (csp ?? '')
+      .split(';')
+      .map((d) => d.trim().split(/\s+/))
+      .filter((d) => d[0])
+      .map(([name, ...values]) => [name!, values]),
+  );
 }
 
 /** What a first visit to `/console` may load, gzipped (issue 18: "aim: ≤ 150 KB"). */
@@ -30,23 +36,26 @@ describe('the console and /docs, as served', () => {
   });
   afterAll(() => app?.close());
 
-  it.each(['/console', '/console/jobs', '/console/jobs/0190a000-0000-7000-8000-000000000001', '/console/keys', '/docs'])('%s: a page whose policy allows only this origin', async (path) => {
-    const r = await app.fetch(`${TEST_APP_URL}${path}`);
-    expect(r.status).toBe(200);
-    expect(r.headers.get('content-type')).toBe('text/html; charset=utf-8');
-    const csp = directives(r.headers.get('content-security-policy'));
-    expect(csp.get('default-src')).toEqual(["'self'"]);
-    expect(csp.get('script-src')).toEqual(["'self'"]);
-    expect(csp.get('frame-ancestors')).toEqual(["'none'"]);
-    expect(csp.get('connect-src')).toEqual(["'self'"]);
-    expect(r.headers.get('x-frame-options')).toBe('DENY');
-    expect(r.headers.get('cache-control')).toBe('no-cache');
-    const html = await r.text();
-    expect(html).not.toMatch(/<script>|<script [^>]*>[^<]/); // no inline script
-    const urls = loaded(html);
-    expect(urls.length).toBeGreaterThanOrEqual(2);
-    for (const u of urls) expect(u, `${path} loads ${u}`).toMatch(/^\/console\/assets\/[\w.-]+$/);
-  });
+  it.each(['/console', '/console/jobs', '/console/jobs/0190a000-0000-7000-8000-000000000001', '/console/keys', '/docs'])(
+    '%s: a page whose policy allows only this origin',
+    async (path) => {
+      const r = await app.fetch(`${TEST_APP_URL}${path}`);
+      expect(r.status).toBe(200);
+      expect(r.headers.get('content-type')).toBe('text/html; charset=utf-8');
+      const csp = directives(r.headers.get('content-security-policy'));
+      expect(csp.get('default-src')).toEqual(["'self'"]);
+      expect(csp.get('script-src')).toEqual(["'self'"]);
+      expect(csp.get('frame-ancestors')).toEqual(["'none'"]);
+      expect(csp.get('connect-src')).toEqual(["'self'"]);
+      expect(r.headers.get('x-frame-options')).toBe('DENY');
+      expect(r.headers.get('cache-control')).toBe('no-cache');
+      const html = await r.text();
+      expect(html).not.toMatch(/<script>|<script [^>]*>[^<]/); // no inline script
+      const urls = loaded(html);
+      expect(urls.length).toBeGreaterThanOrEqual(2);
+      for (const u of urls) expect(u, `${path} loads ${u}`).toMatch(/^\/console\/assets\/[\w.-]+$/);
+    },
+  );
 
   it('serves each asset with its type and a year of caching, and 404 for a name it does not have', async () => {
     const html = await (await app.fetch(`${TEST_APP_URL}/console`)).text();

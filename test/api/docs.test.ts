@@ -25,7 +25,10 @@ describe('the API reference', () => {
 
   it("names every served route in the README's table, and no other", async () => {
     const readme = await readFile('README.md', 'utf8');
-    const table = readme.slice(readme.indexOf('| method and path | what |'), readme.indexOf('\n\n', readme.indexOf('| method and path | what |')));
+    const table = readme.slice(
+      readme.indexOf('| method and path | what |'),
+      readme.indexOf('\n\n', readme.indexOf('| method and path | what |')),
+    );
     const named = namedRoutes(table);
     expect(served.filter((r) => !named.has(r))).toEqual([]);
     expect([...named].filter((r) => !served.includes(r))).toEqual([]);

@@ -23,7 +23,9 @@ describe.each(DATABASE_TARGETS)('event bodies redact callback header values ($ki
 
   it('a run.failed event has the header names and none of their values', async () => {
     const t = await app.tenant('redaction');
-    expect((await t.api.post('/v1/notification-endpoints', { url: 'http://127.0.0.1:9/events', events: ['run.failed', 'job.paused'] })).status).toBe(201);
+    expect(
+      (await t.api.post('/v1/notification-endpoints', { url: 'http://127.0.0.1:9/events', events: ['run.failed', 'job.paused'] })).status,
+    ).toBe(201);
     const job = await t.api.post('/v1/jobs', {
       schedule: { type: 'delay', delayMs: 3_600_000 },
       callback: { url: 'http://127.0.0.1:9/hook', headers: HEADERS },
@@ -45,7 +47,10 @@ describe.each(DATABASE_TARGETS)('event bodies redact callback header values ($ki
     );
     expect(rows).toHaveLength(2);
     for (const { payload } of rows) {
-      const body = (typeof payload === 'string' ? JSON.parse(payload) : payload) as { type: string; data: { job: { callback: { headers: Record<string, string> } } } };
+      const body = (typeof payload === 'string' ? JSON.parse(payload) : payload) as {
+        type: string;
+        data: { job: { callback: { headers: Record<string, string> } } };
+      };
       expect(body.data.job.callback.headers, body.type).toEqual({ 'x-api-key': REDACTED_HEADER_VALUE, 'x-team': REDACTED_HEADER_VALUE });
       const text = JSON.stringify(body);
       for (const value of Object.values(HEADERS)) expect(text, body.type).not.toContain(value);

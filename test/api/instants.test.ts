@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { LATEST_OCCURRENCE_MS, MAX_INSTANT_MS, MIN_INSTANT_MS } from '../../src/domain/schedule.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
-import { startTestApp, tenantSnapshot, type TestApp } from '../support/app.ts';
 import type { Api, TestTenant } from '../support/api.ts';
+import { startTestApp, type TestApp, tenantSnapshot } from '../support/app.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 
 /** Past the end of 9999 or before year 1 once the offset is applied; each is well-formed RFC 3339. */
@@ -64,7 +64,10 @@ describe.each(DATABASE_TARGETS)('instants PostgreSQL cannot store ($kind)', (tar
     expect(r.status, what).toBe(400);
     expect(r.headers.get('content-type'), what).toBe('application/problem+json');
     expect(r.body, what).toMatchObject({ type: 'urn:chime:problem:validation', status: 400 });
-    expect(r.body.errors.map((e: { path: string }) => e.path), what).toEqual(paths);
+    expect(
+      r.body.errors.map((e: { path: string }) => e.path),
+      what,
+    ).toEqual(paths);
     expect(await tenantSnapshot(app.database, tenant.tenantId), what).toBe(before);
     return r.body.errors as { path: string; message: string }[];
   }
@@ -92,13 +95,16 @@ describe.each(DATABASE_TARGETS)('instants PostgreSQL cannot store ($kind)', (tar
       await refused(tenant.api, 'POST', '/v1/schedules/preview', { schedule: schedule(t) }, [path]);
       const batch = await tenant.api.post('/v1/jobs/batch', { jobs: [job(schedule(t))] });
       expect(batch.status).toBe(200);
-      expect(batch.body.results).toEqual([{ status: 400, problem: expect.objectContaining({ errors: [{ path, message: expect.stringContaining(RANGE_MESSAGE) }] }) }]);
+      expect(batch.body.results).toEqual([
+        { status: 400, problem: expect.objectContaining({ errors: [{ path, message: expect.stringContaining(RANGE_MESSAGE) }] }) },
+      ]);
     }
   });
 
   it('takes the first and the last storable instants where the past and the far future make sense', async () => {
     for (const t of [...EARLIEST, ...LATEST]) {
-      for (const param of ['since', 'until']) expect((await tenant.api.get(`/v1/runs?${param}=${encodeURIComponent(t)}`)).status, `${param}=${t}`).toBe(200);
+      for (const param of ['since', 'until'])
+        expect((await tenant.api.get(`/v1/runs?${param}=${encodeURIComponent(t)}`)).status, `${param}=${t}`).toBe(200);
       expect((await tenant.api.post('/v1/dead-letters/replay', { since: t, until: t })).status, t).toBe(202);
     }
     for (const t of EARLIEST) {
@@ -143,9 +149,17 @@ describe.each(DATABASE_TARGETS)('instants PostgreSQL cannot store ($kind)', (tar
     expect(runs.body.runs).toEqual([expect.objectContaining({ scheduledFor: at, status: 'scheduled' })]);
     expect(Date.parse(runs.body.runs[0].nextAttemptAt)).toBeLessThanOrEqual(MAX_INSTANT_MS);
     // A preview stops there too.
-    const preview = await tenant.api.post('/v1/schedules/preview', { schedule: { type: 'interval', everyMs: 3_600_000, startAt: '9999-12-30T20:00:00Z' }, count: 50 });
+    const preview = await tenant.api.post('/v1/schedules/preview', {
+      schedule: { type: 'interval', everyMs: 3_600_000, startAt: '9999-12-30T20:00:00Z' },
+      count: 50,
+    });
     expect(preview.status).toBe(200);
-    expect(preview.body.occurrences).toEqual(['9999-12-30T20:00:00.000Z', '9999-12-30T21:00:00.000Z', '9999-12-30T22:00:00.000Z', '9999-12-30T23:00:00.000Z']);
+    expect(preview.body.occurrences).toEqual([
+      '9999-12-30T20:00:00.000Z',
+      '9999-12-30T21:00:00.000Z',
+      '9999-12-30T22:00:00.000Z',
+      '9999-12-30T23:00:00.000Z',
+    ]);
   });
 
   it('reported no unexpected errors', () => {
@@ -187,10 +201,16 @@ describe.each(DATABASE_TARGETS)('a claim near the end of 9999 ($kind)', (target)
 
   it('completes the job when its next occurrence would fall past the latest Chime schedules, instead of failing the claim', async () => {
     // Every two days from 9999-12-30: the next occurrence (10000-01-01) cannot be stored; its insert failed the claim.
-    const every2Days = await tenant.api.post('/v1/jobs', job({ type: 'interval', everyMs: 2 * 86_400_000, startAt: '9999-12-30T00:00:00Z' }));
+    const every2Days = await tenant.api.post(
+      '/v1/jobs',
+      job({ type: 'interval', everyMs: 2 * 86_400_000, startAt: '9999-12-30T00:00:00Z' }),
+    );
     expect(every2Days.status).toBe(201);
     // Hourly from 23:00: the next occurrence (9999-12-31T00:00) is storable, but its run could be due past the end.
-    const hourly = await tenant.api.post('/v1/jobs', job({ type: 'interval', everyMs: 3_600_000, startAt: '9999-12-30T23:00:00Z' }, { jitterMs: 86_400_000 }));
+    const hourly = await tenant.api.post(
+      '/v1/jobs',
+      job({ type: 'interval', everyMs: 3_600_000, startAt: '9999-12-30T23:00:00Z' }, { jitterMs: 86_400_000 }),
+    );
     expect(hourly.status).toBe(201);
     // Claimed when due (the hourly one within its jitter, which is under a day), one after the other.
     for (const [jobId, nowMs] of [

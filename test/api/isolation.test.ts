@@ -8,13 +8,23 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.ts';
-import { apiClient, startTestApp, TEST_APP_URL, tenantSnapshot, type TestApp } from '../support/app.ts';
 import type { ApiResponse, TestTenant } from '../support/api.ts';
+import { apiClient, startTestApp, TEST_APP_URL, type TestApp, tenantSnapshot } from '../support/app.ts';
 import { DATABASE_TARGETS, WITH_CITUS } from '../support/databases.ts';
 import { T0 } from '../support/store.ts';
 
 /** Routes without tenant data: operations, documentation, the console's static pages, and tenant creation (admin token). */
-const NOT_TENANT_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/.well-known/jwks.json', '/openapi.json', '/docs', '/console', '/console/*', '/v1/tenants']);
+const NOT_TENANT_ROUTES = new Set([
+  '/healthz',
+  '/readyz',
+  '/metrics',
+  '/.well-known/jwks.json',
+  '/openapi.json',
+  '/docs',
+  '/console',
+  '/console/*',
+  '/v1/tenants',
+]);
 
 const jobBody = (extra: Record<string, unknown> = {}) => ({
   schedule: { type: 'delay', delayMs: 3_600_000 },
@@ -30,7 +40,15 @@ function expectNotFound(r: ApiResponse, what: string): void {
 }
 
 /** Tenant A and its ids; A has a job under each name of `keys` (the first is `jobId`). */
-type A = { tenant: TestTenant; jobId: string; keys: { post: string; batch: string; put: string }; runId: string; failedRunId: string; keyId: string; endpointId: string };
+type A = {
+  tenant: TestTenant;
+  jobId: string;
+  keys: { post: string; batch: string; put: string };
+  runId: string;
+  failedRunId: string;
+  keyId: string;
+  endpointId: string;
+};
 type Case = (b: TestTenant, a: A) => Promise<void>;
 
 const ids = (list: { jobId?: string; runId?: string; keyId?: string }[]) => list.map((x) => x.jobId ?? x.runId ?? x.keyId);
@@ -136,7 +154,9 @@ const CASES: Record<string, Case> = {
       expect(seen, q).not.toContain(a.failedRunId);
     }
     expect(runIds((await b.api.get(`/v1/runs?jobId=${a.jobId}`)).body.runs)).toEqual([]);
-    expect(runIds((await a.tenant.api.get(`/v1/runs?jobId=${a.jobId}`)).body.runs)).toEqual(expect.arrayContaining([a.runId, a.failedRunId]));
+    expect(runIds((await a.tenant.api.get(`/v1/runs?jobId=${a.jobId}`)).body.runs)).toEqual(
+      expect.arrayContaining([a.runId, a.failedRunId]),
+    );
   },
   'GET /v1/usage': async (b, a) => {
     // A's one failed run finished today and its jobs are open; B sees its own counts only, whatever B has made so far.
@@ -186,7 +206,9 @@ const CASES: Record<string, Case> = {
   },
   'DELETE /v1/notification-endpoints/:endpointId': async (b, a) => {
     expectNotFound(await b.api.request('DELETE', `/v1/notification-endpoints/${a.endpointId}`), 'delete endpoint');
-    expect((await a.tenant.api.get('/v1/notification-endpoints')).body.endpoints.map((e: { endpointId: string }) => e.endpointId)).toContain(a.endpointId);
+    expect(
+      (await a.tenant.api.get('/v1/notification-endpoints')).body.endpoints.map((e: { endpointId: string }) => e.endpointId),
+    ).toContain(a.endpointId);
   },
   'GET /v1/notification-endpoints/:endpointId/deliveries': async (b, a) =>
     expectNotFound(await b.api.get(`/v1/notification-endpoints/${a.endpointId}/deliveries`), 'deliveries'),
@@ -212,10 +234,13 @@ describe.each(WITH_CITUS)('cross-tenant isolation ($kind)', (target) => {
     b = await app.tenant('b');
     const keys = { post: 'a-post', batch: 'a-batch', put: 'a-put' };
     const job = await tenant.api.post('/v1/jobs', jobBody({ key: keys.post, name: 'a-job', metadata: { owner: 'a' } }));
-    for (const key of [keys.batch, keys.put, 'only-a-has-this']) expect((await tenant.api.post('/v1/jobs', jobBody({ key }))).status).toBe(201);
+    for (const key of [keys.batch, keys.put, 'only-a-has-this'])
+      expect((await tenant.api.post('/v1/jobs', jobBody({ key }))).status).toBe(201);
     const runId = (await tenant.api.post(`/v1/jobs/${job.body.jobId}/trigger`)).body.runId;
     const failedRunId = (await tenant.api.post(`/v1/jobs/${job.body.jobId}/trigger`)).body.runId;
-    await app.database.db.execute(sql`update runs set status = 'failed', finished_at = now(), next_attempt_at = null where id = ${failedRunId}`);
+    await app.database.db.execute(
+      sql`update runs set status = 'failed', finished_at = now(), next_attempt_at = null where id = ${failedRunId}`,
+    );
     const key = await tenant.api.post('/v1/api-keys', { name: 'a-second-key' });
     const endpoint = await tenant.api.post('/v1/notification-endpoints', { url: 'http://127.0.0.1:9/a-events', events: ['run.failed'] });
     expect(endpoint.status).toBe(201);
@@ -265,7 +290,10 @@ describe.each(DATABASE_TARGETS)('API key revocation ($kind)', (target) => {
 
     const revoked = await apiClient(TEST_APP_URL, tenant.apiKey, second.fetch).request('DELETE', `/v1/api-keys/${created.body.keyId}`);
     expect(revoked.status).toBe(204);
-    for (const [name, api] of [['first', viaFirst], ['second', viaSecond]] as const) {
+    for (const [name, api] of [
+      ['first', viaFirst],
+      ['second', viaSecond],
+    ] as const) {
       for (const path of ['/v1/tenant', '/v1/jobs', `/jobs/${created.body.keyId}/runs`]) {
         const r = await api.get(path);
         expect(r.status, `${name} ${path}`).toBe(401);

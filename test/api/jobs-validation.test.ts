@@ -1,7 +1,7 @@
 /** Validation of job registration: every bad field named in RFC 9457 problem details, nothing stored. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, startTestApp, type TestApp } from '../support/app.ts';
 import type { TestTenant } from '../support/api.ts';
+import { apiClient, startTestApp, type TestApp } from '../support/app.ts';
 
 const good = () => ({
   schedule: { type: 'delay', delayMs: 60_000 },
@@ -26,24 +26,49 @@ describe('POST /v1/jobs validation', () => {
     ['interval below 1 s', { ...good(), schedule: { type: 'interval', everyMs: 10 } }, ['schedule.everyMs']],
     ['cron that never fires', { ...good(), schedule: { type: 'cron', expression: '0 0 30 2 *' } }, ['schedule.expression']],
     ['cron with six fields', { ...good(), schedule: { type: 'cron', expression: '0 0 0 * * *' } }, ['schedule.expression']],
-    ['unknown time zone', { ...good(), schedule: { type: 'cron', expression: '0 0 * * *', timezone: 'Mars/Olympus' } }, ['schedule.timezone']],
-    ['endAt before the first occurrence', { ...good(), schedule: { type: 'cron', expression: '0 0 1 1 *', endAt: '2030-01-01T00:00:00Z', startAt: '2030-06-01T00:00:00Z' } }, ['schedule.endAt']],
+    [
+      'unknown time zone',
+      { ...good(), schedule: { type: 'cron', expression: '0 0 * * *', timezone: 'Mars/Olympus' } },
+      ['schedule.timezone'],
+    ],
+    [
+      'endAt before the first occurrence',
+      { ...good(), schedule: { type: 'cron', expression: '0 0 1 1 *', endAt: '2030-01-01T00:00:00Z', startAt: '2030-06-01T00:00:00Z' } },
+      ['schedule.endAt'],
+    ],
     ['all dates past', { ...good(), schedule: { type: 'dates', dates: ['2001-01-01T00:00:00Z'] } }, ['schedule.dates']],
     ['ftp url', { ...good(), callback: { url: 'ftp://example.com/x' } }, ['callback.url']],
     ['bad method', { ...good(), callback: { url: 'http://127.0.0.1:9/', method: 'TRACE' } }, ['callback.method']],
-    ['reserved header', { ...good(), callback: { url: 'http://127.0.0.1:9/', headers: { 'Webhook-Id': 'x', Host: 'y' } } }, ['callback.headers.Webhook-Id', 'callback.headers.Host']],
+    [
+      'reserved header',
+      { ...good(), callback: { url: 'http://127.0.0.1:9/', headers: { 'Webhook-Id': 'x', Host: 'y' } } },
+      ['callback.headers.Webhook-Id', 'callback.headers.Host'],
+    ],
     ['timeout too long', { ...good(), callback: { url: 'http://127.0.0.1:9/', timeoutMs: 120_000 } }, ['callback.timeoutMs']],
-    ['bad success code', { ...good(), callback: { url: 'http://127.0.0.1:9/', successStatusCodes: ['6xx', 99] } }, ['callback.successStatusCodes.0', 'callback.successStatusCodes.1']],
+    [
+      'bad success code',
+      { ...good(), callback: { url: 'http://127.0.0.1:9/', successStatusCodes: ['6xx', 99] } },
+      ['callback.successStatusCodes.0', 'callback.successStatusCodes.1'],
+    ],
     ['unknown retry strategy', { ...good(), retry: { strategy: 'random' } }, ['retry.strategy']],
     ['unknown field', { ...good(), shedule: {} }, ['shedule']],
-    ['too many metadata pairs', { ...good(), metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v'])) }, ['metadata']],
+    [
+      'too many metadata pairs',
+      { ...good(), metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v'])) },
+      ['metadata'],
+    ],
   ];
 
   it.each(cases)('%s → 400 naming %j', async (_name, body, paths) => {
     const r = await tenant.api.post('/v1/jobs', body);
     expect(r.status).toBe(400);
     expect(r.headers.get('content-type')).toBe('application/problem+json');
-    expect(r.body).toMatchObject({ type: 'urn:chime:problem:validation', status: 400, title: expect.any(String), detail: expect.any(String) });
+    expect(r.body).toMatchObject({
+      type: 'urn:chime:problem:validation',
+      status: 400,
+      title: expect.any(String),
+      detail: expect.any(String),
+    });
     const got = r.body.errors.map((e: { path: string }) => e.path);
     for (const p of paths) expect(got).toContain(p);
     expect((await tenant.api.get('/v1/jobs')).body.jobs).toEqual([]);
@@ -74,7 +99,13 @@ describe('POST /v1/jobs validation', () => {
     const guarded = await startTestApp({ allowPrivateDestinations: false });
     try {
       const t = await guarded.tenant();
-      for (const url of ['http://127.0.0.1/', 'http://2130706433/', 'http://[::ffff:127.0.0.1]/', 'http://169.254.169.254/latest', 'http://10.1.2.3/']) {
+      for (const url of [
+        'http://127.0.0.1/',
+        'http://2130706433/',
+        'http://[::ffff:127.0.0.1]/',
+        'http://169.254.169.254/latest',
+        'http://10.1.2.3/',
+      ]) {
         const r = await t.api.post('/v1/jobs', { ...good(), callback: { url } });
         expect(r.status, url).toBe(400);
         expect(r.body.errors[0].path).toBe('callback.url');
@@ -87,9 +118,23 @@ describe('POST /v1/jobs validation', () => {
   it('registers a valid job with defaults filled in and the auth token write-only', async () => {
     const r = await tenant.api.post('/v1/jobs', { ...good(), callback: { url: 'http://127.0.0.1:9/hook', authToken: 'secret' } });
     expect(r.status).toBe(201);
-    expect(r.body.callback).toEqual({ url: 'http://127.0.0.1:9/hook', method: 'POST', headers: {}, hasAuthToken: true, successStatusCodes: ['2xx'], timeoutMs: 10000 });
+    expect(r.body.callback).toEqual({
+      url: 'http://127.0.0.1:9/hook',
+      method: 'POST',
+      headers: {},
+      hasAuthToken: true,
+      successStatusCodes: ['2xx'],
+      timeoutMs: 10000,
+    });
     expect(JSON.stringify(r.body)).not.toContain('secret');
-    expect(r.body.retry).toEqual({ strategy: 'exponential', maxAttempts: 5, initialDelayMs: 1000, maxDelayMs: 3600000, multiplier: 2, jitter: true });
+    expect(r.body.retry).toEqual({
+      strategy: 'exponential',
+      maxAttempts: 5,
+      initialDelayMs: 1000,
+      maxDelayMs: 3600000,
+      multiplier: 2,
+      jitter: true,
+    });
     expect(r.body).toMatchObject({ status: 'active', deliveryMode: 'at-least-once', overlapPolicy: 'allow', catchUp: 'one', jitterMs: 0 });
   });
 
@@ -114,7 +159,9 @@ describe('POST /v1/jobs validation', () => {
 
   it('batch: answers each job in order and commits the valid ones', async () => {
     const t = await app.tenant('batch');
-    const r = await t.api.post('/v1/jobs/batch', { jobs: [good(), { ...good(), schedule: { type: 'once', at: '2001-01-01T00:00:00Z' } }, { ...good(), key: 'k1' }] });
+    const r = await t.api.post('/v1/jobs/batch', {
+      jobs: [good(), { ...good(), schedule: { type: 'once', at: '2001-01-01T00:00:00Z' } }, { ...good(), key: 'k1' }],
+    });
     expect(r.status).toBe(200);
     expect(r.body.results.map((x: { status: number }) => x.status)).toEqual([201, 400, 201]);
     expect(r.body.results[1].problem.errors[0].path).toBe('schedule.at');
@@ -174,17 +221,31 @@ describe('pauseAfterFailures on every job route', () => {
 
     const batch = await tenant.api.post('/v1/jobs/batch', { jobs: [{ ...good(), pauseAfterFailures: 3 }, good()] });
     expect(batch.status).toBe(200);
-    expect(batch.body.results.map((x: { status: number; job: { pauseAfterFailures: number } }) => [x.status, x.job.pauseAfterFailures])).toEqual([[201, 3], [201, 0]]);
+    expect(
+      batch.body.results.map((x: { status: number; job: { pauseAfterFailures: number } }) => [x.status, x.job.pauseAfterFailures]),
+    ).toEqual([
+      [201, 3],
+      [201, 0],
+    ]);
 
     const patched = await tenant.api.request('PATCH', `/v1/jobs/${created.body.jobId}`, { pauseAfterFailures: 7 });
     expect(patched.status).toBe(200);
     expect(patched.body.pauseAfterFailures).toBe(7);
     // Other changes leave it alone; 0 turns it off.
     expect((await tenant.api.request('PATCH', `/v1/jobs/${created.body.jobId}`, { name: 'renamed' })).body.pauseAfterFailures).toBe(7);
-    expect((await tenant.api.request('PATCH', `/v1/jobs/${created.body.jobId}`, { pauseAfterFailures: 0 })).body.pauseAfterFailures).toBe(0);
+    expect((await tenant.api.request('PATCH', `/v1/jobs/${created.body.jobId}`, { pauseAfterFailures: 0 })).body.pauseAfterFailures).toBe(
+      0,
+    );
   });
 
-  const outOfRange: [string, unknown][] = [['-1', -1], ['1001 (past 0..1000)', 1001], ['1.5', 1.5], ['a string', '3'], ['null', null], ['2^31', 2 ** 31]];
+  const outOfRange: [string, unknown][] = [
+    ['-1', -1],
+    ['1001 (past 0..1000)', 1001],
+    ['1.5', 1.5],
+    ['a string', '3'],
+    ['null', null],
+    ['2^31', 2 ** 31],
+  ];
   it.each(outOfRange)('%s → 400 naming pauseAfterFailures on each route, nothing changed', async (_what, value) => {
     const t = await app.tenant('range');
     const post = await t.api.post('/v1/jobs', { ...good(), pauseAfterFailures: value });
@@ -209,7 +270,12 @@ describe('pauseAfterFailures on every job route', () => {
     const compat = await tenant.api.post('/jobs', { name: 'legacy', cronExpr: '0 3 * * *', handlerUrl: 'http://127.0.0.1:9/hook' });
     expect(compat.status).toBe(201);
     expect((await tenant.api.get(`/v1/jobs/${compat.body.jobId}`)).body).toMatchObject({ pauseAfterFailures: 0, consecutiveFailures: 0 });
-    const withField = await tenant.api.post('/jobs', { name: 'legacy', cronExpr: '0 3 * * *', handlerUrl: 'http://127.0.0.1:9/hook', pauseAfterFailures: 3 });
+    const withField = await tenant.api.post('/jobs', {
+      name: 'legacy',
+      cronExpr: '0 3 * * *',
+      handlerUrl: 'http://127.0.0.1:9/hook',
+      pauseAfterFailures: 3,
+    });
     expect(withField.status).toBe(400);
     expect(field(withField)).toEqual(['pauseAfterFailures']);
     const patch = await tenant.api.request('PATCH', `/jobs/${compat.body.jobId}`, { paused: true, pauseAfterFailures: 3 });
@@ -272,8 +338,16 @@ describe('every bad field named at once: a schema error and a rule error in one 
     ['jitterMs out of range and a schedule in the past', { jitterMs: -1, schedule: PAST_ONCE }, ['jitterMs', 'schedule.at']],
     ['an empty name and a cron expression that never fires', { name: '', schedule: NEVER_CRON }, ['name', 'schedule.expression']],
     ['a bad method and an ftp URL', { callback: { method: 'TRACE', url: 'ftp://example.com/x' } }, ['callback.method', 'callback.url']],
-    ['a bad timeout and a reserved header', { callback: { timeoutMs: 1, headers: { Host: 'x' } } }, ['callback.headers.Host', 'callback.timeoutMs']],
-    ['a bad retry strategy, a metadata value and a refused URL', { retry: { strategy: 'random' }, metadata: { a: 1 }, callback: { url: 'ftp://x' } }, ['callback.url', 'metadata.a', 'retry.strategy']],
+    [
+      'a bad timeout and a reserved header',
+      { callback: { timeoutMs: 1, headers: { Host: 'x' } } },
+      ['callback.headers.Host', 'callback.timeoutMs'],
+    ],
+    [
+      'a bad retry strategy, a metadata value and a refused URL',
+      { retry: { strategy: 'random' }, metadata: { a: 1 }, callback: { url: 'ftp://x' } },
+      ['callback.url', 'metadata.a', 'retry.strategy'],
+    ],
   ];
   it.each(patches)('PATCH /v1/jobs/:jobId with %s → 400 naming both, nothing changed', async (_what, body, expected) => {
     const before = (await tenant.api.get(`/v1/jobs/${jobId}`)).body;
@@ -291,10 +365,20 @@ describe('every bad field named at once: a schema error and a rule error in one 
   });
 
   it("PATCH callback: the fields given replace the job's, the others are kept (no defaults filled in)", async () => {
-    const made = await tenant.api.post('/v1/jobs', { ...good(), callback: { url: 'http://127.0.0.1:9/get', method: 'GET', headers: { 'X-Team': 'ops' }, successStatusCodes: [204] } });
+    const made = await tenant.api.post('/v1/jobs', {
+      ...good(),
+      callback: { url: 'http://127.0.0.1:9/get', method: 'GET', headers: { 'X-Team': 'ops' }, successStatusCodes: [204] },
+    });
     const r = await tenant.api.request('PATCH', `/v1/jobs/${made.body.jobId}`, { callback: { timeoutMs: 2000 } });
     expect(r.status).toBe(200);
-    expect(r.body.callback).toEqual({ url: 'http://127.0.0.1:9/get', method: 'GET', headers: { 'X-Team': 'ops' }, hasAuthToken: false, successStatusCodes: [204], timeoutMs: 2000 });
+    expect(r.body.callback).toEqual({
+      url: 'http://127.0.0.1:9/get',
+      method: 'GET',
+      headers: { 'X-Team': 'ops' },
+      hasAuthToken: false,
+      successStatusCodes: [204],
+      timeoutMs: 2000,
+    });
     await tenant.api.request('DELETE', `/v1/jobs/${made.body.jobId}`);
   });
 
@@ -312,7 +396,7 @@ describe('every bad field named at once: a schema error and a rule error in one 
     expect(batch.body.results[0].problem.errors.map((e: { path: string }) => e.path).sort()).toEqual(['jitterMs', 'schedule.at']);
   });
 
-  it("POST /v1/jobs: a bad Idempotency-Key header and bad body fields, all named", async () => {
+  it('POST /v1/jobs: a bad Idempotency-Key header and bad body fields, all named', async () => {
     const r = await tenant.api.post('/v1/jobs', { ...good(), schedule: NEVER_CRON, jitterMs: -1 }, { 'idempotency-key': 'k'.repeat(300) });
     expect(r.status).toBe(400);
     expect(paths(r)).toEqual(['idempotency-key', 'jitterMs', 'schedule.expression']);
@@ -324,7 +408,12 @@ describe('every bad field named at once: a schema error and a rule error in one 
     expect(paths(badKey)).toEqual(['jitterMs', 'key']);
     const mismatch = await tenant.api.request('PUT', '/v1/jobs/by-key/mine', { ...good(), key: 'other', schedule: PAST_ONCE });
     expect(paths(mismatch)).toEqual(['key', 'schedule.at']);
-    const mismatchAndSchema = await tenant.api.request('PUT', '/v1/jobs/by-key/mine', { ...good(), key: 'other', schedule: PAST_ONCE, jitterMs: -1 });
+    const mismatchAndSchema = await tenant.api.request('PUT', '/v1/jobs/by-key/mine', {
+      ...good(),
+      key: 'other',
+      schedule: PAST_ONCE,
+      jitterMs: -1,
+    });
     expect(paths(mismatchAndSchema)).toEqual(['jitterMs', 'key', 'schedule.at']);
   });
 

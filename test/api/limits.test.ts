@@ -9,18 +9,26 @@ import { TokenBuckets } from '../../src/api/rate-limit.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { query } from '../../src/store/db.ts';
 import { OPEN_JOBS_RECOUNT_MS } from '../../src/store/open-jobs.ts';
+import { type ApiResponse, createTestTenant, type TestTenant } from '../support/api.ts';
 import { apiClient, startTestApp, TEST_APP_URL, type TestApp } from '../support/app.ts';
-import { createTestTenant, type ApiResponse, type TestTenant } from '../support/api.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { DATABASE_TARGETS, type FreshDatabase, freshDatabase } from '../support/databases.ts';
 import { T0 } from '../support/store.ts';
 
-const job = (extra: Record<string, unknown> = {}) => ({ schedule: { type: 'delay', delayMs: 3_600_000 }, callback: { url: 'http://127.0.0.1:9/hook' }, ...extra });
+const job = (extra: Record<string, unknown> = {}) => ({
+  schedule: { type: 'delay', delayMs: 3_600_000 },
+  callback: { url: 'http://127.0.0.1:9/hook' },
+  ...extra,
+});
 
 function expectRateLimited(r: ApiResponse, what = ''): void {
   expect(r.status, what).toBe(429);
   expect(r.headers.get('content-type'), what).toBe('application/problem+json');
-  expect(r.body, what).toMatchObject({ type: 'urn:chime:problem:rate_limited', status: 429, detail: expect.stringContaining('requests a second') });
+  expect(r.body, what).toMatchObject({
+    type: 'urn:chime:problem:rate_limited',
+    status: 429,
+    detail: expect.stringContaining('requests a second'),
+  });
   expect(Number(r.headers.get('retry-after')), what).toBeGreaterThanOrEqual(1);
 }
 
@@ -28,7 +36,11 @@ function expectQuotaExceeded(r: { status: number; problem?: unknown; body?: unkn
   expect(r.status).toBe(409);
   const problem = r.problem ?? r.body;
   if (r.headers) expect(r.headers.get('content-type')).toBe('application/problem+json');
-  expect(problem).toMatchObject({ type: 'urn:chime:problem:quota_exceeded', status: 409, detail: expect.stringContaining(`at most ${limit} active or paused jobs`) });
+  expect(problem).toMatchObject({
+    type: 'urn:chime:problem:quota_exceeded',
+    status: 409,
+    detail: expect.stringContaining(`at most ${limit} active or paused jobs`),
+  });
 }
 
 describe('TokenBuckets', () => {
@@ -185,7 +197,10 @@ describe.each(DATABASE_TARGETS)('active-jobs quota across API processes ($kind)'
     // Once its count is older than OPEN_JOBS_RECOUNT_MS, it counts again and refuses.
     clock.advance(OPEN_JOBS_RECOUNT_MS + 1);
     expectQuotaExceeded(await t.api.post('/v1/jobs', job()), LIMIT);
-    const [row] = await query<{ n: string }>(app.database.db, sql`select count(*) as n from jobs where tenant_id = ${t.tenantId} and status = 'active'`);
+    const [row] = await query<{ n: string }>(
+      app.database.db,
+      sql`select count(*) as n from jobs where tenant_id = ${t.tenantId} and status = 'active'`,
+    );
     expect(Number(row!.n)).toBe(LIMIT + 1);
   });
 });
@@ -196,7 +211,11 @@ describe.each(DATABASE_TARGETS)('limits from the environment, in the real proces
 
   beforeAll(async () => {
     db = await freshDatabase(target);
-    chime = await startChime({ ...db.env, CHIME_RATE_LIMIT_PER_SECOND: '1', CHIME_RATE_LIMIT_BURST: '5', CHIME_MAX_ACTIVE_JOBS: '2' }, ['serve', '--role', 'api']);
+    chime = await startChime({ ...db.env, CHIME_RATE_LIMIT_PER_SECOND: '1', CHIME_RATE_LIMIT_BURST: '5', CHIME_MAX_ACTIVE_JOBS: '2' }, [
+      'serve',
+      '--role',
+      'api',
+    ]);
   }, 120_000);
   afterAll(async () => {
     await chime?.stop();

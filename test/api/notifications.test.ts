@@ -9,8 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_NOTIFICATION_ENDPOINTS } from '../../src/domain/events.ts';
 import { query } from '../../src/store/db.ts';
 import { recordEvents } from '../../src/store/notifications.ts';
-import type { TestTenant } from '../support/api.ts';
-import { startTestApp, tenantSnapshot, type TestApp } from '../support/app.ts';
+import { startTestApp, type TestApp, tenantSnapshot } from '../support/app.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 
 const endpoint = (path: string, events = ['run.failed']) => ({ url: `http://127.0.0.1:9/${path}`, events });
@@ -26,12 +25,18 @@ describe.each(DATABASE_TARGETS)('notification endpoint rules ($kind)', (target) 
   it(`the ${MAX_NOTIFICATION_ENDPOINTS + 1}th endpoint of a tenant → 409 problem+json, nothing stored; other tenants unaffected`, async () => {
     expect(MAX_NOTIFICATION_ENDPOINTS).toBe(10);
     const t = await app.tenant('full');
-    for (let i = 0; i < MAX_NOTIFICATION_ENDPOINTS; i++) expect((await t.api.post('/v1/notification-endpoints', endpoint(`e${i}`))).status).toBe(201);
+    for (let i = 0; i < MAX_NOTIFICATION_ENDPOINTS; i++)
+      expect((await t.api.post('/v1/notification-endpoints', endpoint(`e${i}`))).status).toBe(201);
     const before = await tenantSnapshot(app.database, t.tenantId);
     const r = await t.api.post('/v1/notification-endpoints', endpoint('one-too-many'));
     expect(r.status).toBe(409);
     expect(r.headers.get('content-type')).toBe('application/problem+json');
-    expect(r.body).toMatchObject({ type: 'urn:chime:problem:conflict', status: 409, title: expect.any(String), detail: expect.stringContaining('10') });
+    expect(r.body).toMatchObject({
+      type: 'urn:chime:problem:conflict',
+      status: 409,
+      title: expect.any(String),
+      detail: expect.stringContaining('10'),
+    });
     expect(await tenantSnapshot(app.database, t.tenantId)).toBe(before);
     expect((await t.api.get('/v1/notification-endpoints')).body.endpoints).toHaveLength(MAX_NOTIFICATION_ENDPOINTS);
     // The limit is per tenant; and a deleted endpoint frees its place.
@@ -45,7 +50,14 @@ describe.each(DATABASE_TARGETS)('notification endpoint rules ($kind)', (target) 
     const guarded = await startTestApp({ allowPrivateDestinations: false }, { target });
     try {
       const t = await guarded.tenant('guarded');
-      for (const url of ['http://169.254.169.254/latest/meta-data', 'http://[fd00:ec2::254]/', 'http://127.0.0.1:8080/events', 'http://10.1.2.3/', 'http://[::ffff:192.168.0.1]/', 'http://2130706433/']) {
+      for (const url of [
+        'http://169.254.169.254/latest/meta-data',
+        'http://[fd00:ec2::254]/',
+        'http://127.0.0.1:8080/events',
+        'http://10.1.2.3/',
+        'http://[::ffff:192.168.0.1]/',
+        'http://2130706433/',
+      ]) {
         const r = await t.api.post('/v1/notification-endpoints', { url, events: ['run.failed'] });
         expect(r.status, url).toBe(400);
         expect(r.headers.get('content-type'), url).toBe('application/problem+json');
@@ -53,7 +65,9 @@ describe.each(DATABASE_TARGETS)('notification endpoint rules ($kind)', (target) 
         expect(r.body.errors, url).toEqual([{ path: 'url', message: expect.any(String) }]);
       }
       expect((await t.api.get('/v1/notification-endpoints')).body.endpoints).toEqual([]);
-      expect((await t.api.post('/v1/notification-endpoints', { url: 'https://ops.example.com/chime', events: ['run.failed'] })).status).toBe(201);
+      expect(
+        (await t.api.post('/v1/notification-endpoints', { url: 'https://ops.example.com/chime', events: ['run.failed'] })).status,
+      ).toBe(201);
     } finally {
       await guarded.close();
     }
@@ -63,10 +77,19 @@ describe.each(DATABASE_TARGETS)('notification endpoint rules ($kind)', (target) 
     const t = await app.tenant('deleting');
     const doomed = (await t.api.post('/v1/notification-endpoints', endpoint('doomed', ['job.paused']))).body.endpointId as string;
     const kept = (await t.api.post('/v1/notification-endpoints', endpoint('kept', ['job.paused']))).body.endpointId as string;
-    const job = await t.api.post('/v1/jobs', { schedule: { type: 'delay', delayMs: 3_600_000 }, callback: { url: 'http://127.0.0.1:9/hook' } });
+    const job = await t.api.post('/v1/jobs', {
+      schedule: { type: 'delay', delayMs: 3_600_000 },
+      callback: { url: 'http://127.0.0.1:9/hook' },
+    });
     expect(job.status).toBe(201);
     // An event as the dispatcher records it (no dispatcher runs in process): one waiting delivery per endpoint.
-    expect(await recordEvents(app.database.db, [{ type: 'job.paused', tenantId: t.tenantId, jobId: job.body.jobId, reason: 'gone' }], Date.now())).toBe(2);
+    expect(
+      await recordEvents(
+        app.database.db,
+        [{ type: 'job.paused', tenantId: t.tenantId, jobId: job.body.jobId, reason: 'gone' }],
+        Date.now(),
+      ),
+    ).toBe(2);
     const waiting = async (endpointId: string) => (await t.api.get(`/v1/notification-endpoints/${endpointId}/deliveries`)).body.deliveries;
     const [delivery] = await waiting(doomed);
     expect(delivery).toMatchObject({ type: 'job.paused', status: 'scheduled' });

@@ -5,11 +5,11 @@
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, startTestApp, TEST_APP_URL, tenantSnapshot, type TestApp } from '../support/app.ts';
+import { query } from '../../src/store/db.ts';
 import type { TestTenant } from '../support/api.ts';
+import { apiClient, startTestApp, TEST_APP_URL, type TestApp, tenantSnapshot } from '../support/app.ts';
 import { ADMIN_TOKEN } from '../support/chime-process.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { query } from '../../src/store/db.ts';
 
 const jobBody = (extra: Record<string, unknown> = {}) => ({
   schedule: { type: 'delay', delayMs: 3_600_000 },
@@ -59,7 +59,11 @@ describe.each(DATABASE_TARGETS)('request rules ($kind)', (target) => {
   it('answers 415 to a body in another media type, or with none named, on every write route, and changes nothing', async () => {
     const before = await tenantSnapshot(app.database, tenant.tenantId);
     for (const [method, path, body] of writeRoutes()) {
-      for (const headers of [{ 'content-type': 'text/plain' }, { 'content-type': 'application/x-www-form-urlencoded' }, { 'content-type': '' }]) {
+      for (const headers of [
+        { 'content-type': 'text/plain' },
+        { 'content-type': 'application/x-www-form-urlencoded' },
+        { 'content-type': '' },
+      ]) {
         const r = await tenant.api.request(method, path, JSON.stringify(body), headers);
         const what = `${method} ${path} as ${headers['content-type'] || 'no content type'}`;
         expect(r.status, what).toBe(415);
@@ -68,7 +72,9 @@ describe.each(DATABASE_TARGETS)('request rules ($kind)', (target) => {
       }
     }
     const admin = apiClient(TEST_APP_URL, ADMIN_TOKEN, app.fetch);
-    expect((await admin.request('POST', '/v1/tenants', 'name=x', { 'content-type': 'application/x-www-form-urlencoded' })).status).toBe(415);
+    expect((await admin.request('POST', '/v1/tenants', 'name=x', { 'content-type': 'application/x-www-form-urlencoded' })).status).toBe(
+      415,
+    );
     expect(await tenantSnapshot(app.database, tenant.tenantId)).toBe(before);
   });
 
@@ -78,7 +84,12 @@ describe.each(DATABASE_TARGETS)('request rules ($kind)', (target) => {
       const r = await tenant.api.request(method, path, { ...(body as object), surplus: 1, 'other one': true });
       const what = `${method} ${path}`;
       expect(r.status, what).toBe(400);
-      expect(r.body.errors, what).toEqual(expect.arrayContaining([{ path: 'surplus', message: 'unknown field' }, { path: 'other one', message: 'unknown field' }]));
+      expect(r.body.errors, what).toEqual(
+        expect.arrayContaining([
+          { path: 'surplus', message: 'unknown field' },
+          { path: 'other one', message: 'unknown field' },
+        ]),
+      );
     }
     const nested = await tenant.api.post('/v1/jobs', jobBody({ callback: { url: 'http://127.0.0.1:9/', tiemoutMs: 5 } }));
     expect(nested.body.errors).toEqual([{ path: 'callback.tiemoutMs', message: 'unknown field' }]);
@@ -110,12 +121,19 @@ describe.each(DATABASE_TARGETS)('request rules ($kind)', (target) => {
   });
 
   it('honours Idempotency-Key on trigger, replay and the compatibility trigger: a repeat answers the first run', async () => {
-    for (const [path, key] of [[`/v1/jobs/${jobId}/trigger`, 't-1'], [`/v1/runs/${runId}/replay`, 'r-1'], [`/jobs/${jobId}/trigger`, 'c-1']] as const) {
+    for (const [path, key] of [
+      [`/v1/jobs/${jobId}/trigger`, 't-1'],
+      [`/v1/runs/${runId}/replay`, 'r-1'],
+      [`/jobs/${jobId}/trigger`, 'c-1'],
+    ] as const) {
       const runsBefore = await runsOfJob();
       const first = await tenant.api.post(path, {}, { 'idempotency-key': key });
       expect(first.status, path).toBe(202);
       const again = await Promise.all([1, 2, 3].map(() => tenant.api.post(path, {}, { 'idempotency-key': key })));
-      expect(again.map((r) => [r.status, r.body.runId]), path).toEqual([1, 2, 3].map(() => [202, first.body.runId]));
+      expect(
+        again.map((r) => [r.status, r.body.runId]),
+        path,
+      ).toEqual([1, 2, 3].map(() => [202, first.body.runId]));
       const runsAfter = await runsOfJob();
       expect(runsAfter.length, path).toBe(runsBefore.length + 1);
       expect(runsAfter, path).toContain(first.body.runId);
@@ -131,9 +149,14 @@ describe.each(DATABASE_TARGETS)('request rules ($kind)', (target) => {
     expect(await otherRuns()).toEqual(otherBefore);
     expect(await runsOfJob()).toEqual(runsBefore);
     // A key refused with the job's 404 stays free for its real use.
-    expect((await tenant.api.post('/v1/jobs/00000000-0000-7000-8000-000000000000/trigger', {}, { 'idempotency-key': 'free' })).status).toBe(404);
+    expect((await tenant.api.post('/v1/jobs/00000000-0000-7000-8000-000000000000/trigger', {}, { 'idempotency-key': 'free' })).status).toBe(
+      404,
+    );
     expect((await tenant.api.post(`/v1/jobs/${other}/trigger`, {}, { 'idempotency-key': 'free' })).status).toBe(202);
-    const [keys] = await query<{ n: number }>(app.database.db, sql`select count(*)::int as n from idempotency_keys where tenant_id = ${tenant.tenantId} and run_id is not null`);
+    const [keys] = await query<{ n: number }>(
+      app.database.db,
+      sql`select count(*)::int as n from idempotency_keys where tenant_id = ${tenant.tenantId} and run_id is not null`,
+    );
     expect(keys!.n).toBe(4);
   });
 

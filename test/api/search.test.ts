@@ -8,8 +8,8 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { query } from '../../src/store/db.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
 import type { Api, TestTenant } from '../support/api.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { T0 } from '../support/store.ts';
 
@@ -112,14 +112,16 @@ describe.each(DATABASE_TARGETS)('job search and the runs feed ($kind)', (target)
       ['backslash', jobBody({ name: 'back\\slash' })],
       ['backslashLookalike', jobBody({ name: 'backslash' })],
       ['split', jobBody({ name: 'foo', key: 'bar' })],
-      ['accents', jobBody({ name: 'Été-ÉTÉ', metadata: { 'région': 'Île-de-France' } })],
+      ['accents', jobBody({ name: 'Été-ÉTÉ', metadata: { région: 'Île-de-France' } })],
       ['unnamed', jobBody({ metadata: { team: 'ops', env: 'prod' } })],
     ];
     const ids = await createJobs(
       a.api,
       specs.map(([, body]) => body),
     );
-    specs.forEach(([short], i) => (jobs[short] = ids[i]!));
+    specs.forEach(([short], i) => {
+      jobs[short] = ids[i]!;
+    });
     // B has jobs with the same names, keys and metadata: none may ever show in A's lists.
     await createJobs(
       b.api,
@@ -170,11 +172,17 @@ describe.each(DATABASE_TARGETS)('job search and the runs feed ($kind)', (target)
 
   describe('GET /v1/jobs?metadata.<key>=<value>', () => {
     it('one pair', async () => {
-      expect(await listed(a.api, '?metadata.team=ops')).toEqual(newestFirst([jobs.nightlyReport!, jobs.reportKey!, jobs.percent!, jobs.unnamed!]));
-      expect(await listed(a.api, '?metadata.env=prod')).toEqual(newestFirst([jobs.nightlyReport!, jobs.backup!, jobs.underscore!, jobs.unnamed!]));
+      expect(await listed(a.api, '?metadata.team=ops')).toEqual(
+        newestFirst([jobs.nightlyReport!, jobs.reportKey!, jobs.percent!, jobs.unnamed!]),
+      );
+      expect(await listed(a.api, '?metadata.env=prod')).toEqual(
+        newestFirst([jobs.nightlyReport!, jobs.backup!, jobs.underscore!, jobs.unnamed!]),
+      );
       expect(await listed(a.api, '?metadata.team=OPS')).toEqual([]); // values match exactly
       expect(await listed(a.api, '?metadata.owner=ops')).toEqual([]);
-      expect(await listed(a.api, `?metadata.${encodeURIComponent('région')}=${encodeURIComponent('Île-de-France')}`)).toEqual([jobs.accents]);
+      expect(await listed(a.api, `?metadata.${encodeURIComponent('région')}=${encodeURIComponent('Île-de-France')}`)).toEqual([
+        jobs.accents,
+      ]);
     });
 
     it('two pairs: both must match', async () => {
@@ -209,7 +217,9 @@ describe.each(DATABASE_TARGETS)('job search and the runs feed ($kind)', (target)
     const even = (i: number) => i % 2 === 0;
     expect(await walk(tenant.api, '/v1/jobs?q=paged', 'jobs', 3)).toEqual(matching(named));
     expect(await walk(tenant.api, '/v1/jobs?metadata.batch=even', 'jobs', 4)).toEqual(matching(even));
-    expect(await walk(tenant.api, '/v1/jobs?q=PAGED-job&metadata.batch=even&status=active', 'jobs', 2)).toEqual(matching((i) => named(i) && even(i)));
+    expect(await walk(tenant.api, '/v1/jobs?q=PAGED-job&metadata.batch=even&status=active', 'jobs', 2)).toEqual(
+      matching((i) => named(i) && even(i)),
+    );
     expect(await walk(tenant.api, '/v1/jobs?q=paged', 'jobs', 100)).toEqual(matching(named));
     // The other tenants' jobs named alike (none here) and theirs in A are never in this tenant's pages.
     expect(await walk(tenant.api, '/v1/jobs', 'jobs', 5)).toEqual(newestFirst(ids));
@@ -218,7 +228,14 @@ describe.each(DATABASE_TARGETS)('job search and the runs feed ($kind)', (target)
   it("never shows another tenant's matching jobs", async () => {
     const bIds = new Set(await walk(b.api, '/v1/jobs', 'jobs', 100));
     expect(bIds.size).toBe(Object.keys(jobs).length);
-    for (const query of ['?q=report', '?q=nightly', '?metadata.team=ops', '?metadata.team=ops&metadata.env=prod', '?q=a_b&metadata.env=prod', '']) {
+    for (const query of [
+      '?q=report',
+      '?q=nightly',
+      '?metadata.team=ops',
+      '?metadata.team=ops&metadata.env=prod',
+      '?q=a_b&metadata.env=prod',
+      '',
+    ]) {
       const fromA = await listed(a.api, query);
       expect(fromA.length, query).toBeGreaterThan(0);
       for (const id of fromA) expect(bIds.has(id), query).toBe(false);
@@ -258,7 +275,11 @@ describe.each(DATABASE_TARGETS)('job search and the runs feed ($kind)', (target)
     beforeAll(async () => {
       feed = await app.tenant('feed');
       // Three jobs due at T0 + 1 h, + 2 h, + 3 h: each has its first run scheduled then; one manual run each (now, T0).
-      jobIds = await createJobs(feed.api, [jobBody({ name: 'one', hours: 1 }), jobBody({ name: 'two', hours: 2 }), jobBody({ name: 'three', hours: 3 })]);
+      jobIds = await createJobs(feed.api, [
+        jobBody({ name: 'one', hours: 1 }),
+        jobBody({ name: 'two', hours: 2 }),
+        jobBody({ name: 'three', hours: 3 }),
+      ]);
       byJob = [];
       for (const jobId of jobIds) {
         const r = await feed.api.get(`/v1/jobs/${jobId}/runs`);
@@ -267,7 +288,8 @@ describe.each(DATABASE_TARGETS)('job search and the runs feed ($kind)', (target)
         byJob.push([r.body.runs[0].runId, manual.body.runId]);
       }
       failed = [byJob[0]![0]!, byJob[2]![1]!];
-      for (const id of failed) await app.database.db.execute(sql`update runs set status = 'failed', finished_at = now(), next_attempt_at = null where id = ${id}`);
+      for (const id of failed)
+        await app.database.db.execute(sql`update runs set status = 'failed', finished_at = now(), next_attempt_at = null where id = ${id}`);
       // A notification delivery of this tenant (a hidden job's run): never in the feed.
       await addNotificationJob(app, jobIds[0]!, 'feed-notifications');
       all = byJob.flat();
@@ -279,7 +301,12 @@ describe.each(DATABASE_TARGETS)('job search and the runs feed ($kind)', (target)
       expect(r.body.nextCursor).toBeNull();
       expect(r.body.runs.map((x: { runId: string }) => x.runId)).toEqual(newestFirst(all));
       expect(r.body.runs.every((x: { trigger: string }) => x.trigger !== 'notification')).toBe(true);
-      expect(r.body.runs[0]).toMatchObject({ runId: expect.any(String), jobId: expect.any(String), scheduledFor: expect.any(String), status: expect.any(String) });
+      expect(r.body.runs[0]).toMatchObject({
+        runId: expect.any(String),
+        jobId: expect.any(String),
+        scheduledFor: expect.any(String),
+        status: expect.any(String),
+      });
     });
 
     it('filters by status', async () => {
@@ -302,7 +329,9 @@ describe.each(DATABASE_TARGETS)('job search and the runs feed ($kind)', (target)
       expect(await walk(feed.api, `/v1/runs?since=${at(T0 + HOUR + 1)}`, 'runs', 50)).toEqual(newestFirst(scheduled.slice(1)));
       expect(await walk(feed.api, `/v1/runs?until=${at(T0 + HOUR)}`, 'runs', 50)).toEqual(newestFirst(manual));
       expect(await walk(feed.api, `/v1/runs?until=${at(T0 + HOUR + 1)}`, 'runs', 50)).toEqual(newestFirst([...manual, scheduled[0]!]));
-      expect(await walk(feed.api, `/v1/runs?since=${at(T0 + HOUR)}&until=${at(T0 + 3 * HOUR)}`, 'runs', 50)).toEqual(newestFirst(scheduled.slice(0, 2)));
+      expect(await walk(feed.api, `/v1/runs?since=${at(T0 + HOUR)}&until=${at(T0 + 3 * HOUR)}`, 'runs', 50)).toEqual(
+        newestFirst(scheduled.slice(0, 2)),
+      );
       // Any RFC 3339 offset: T0 + 2 h written in +02:00.
       const plus2 = encodeURIComponent(new Date(T0 + 2 * HOUR).toISOString().replace('T02:00:00.000Z', 'T04:00:00+02:00'));
       expect(await walk(feed.api, `/v1/runs?since=${plus2}&status=scheduled`, 'runs', 50)).toEqual(newestFirst(scheduled.slice(1)));

@@ -9,8 +9,8 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { query } from '../../src/store/db.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
 import type { TestTenant } from '../support/api.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 
 const HOUR = 3_600_000;
@@ -46,7 +46,9 @@ async function addRun(app: TestApp, r: RunSpec): Promise<string> {
         returning id`,
   );
   for (const [i, startedAt] of (r.attempts ?? []).entries()) {
-    await app.database.db.execute(sql`insert into attempts (shard, run_id, attempt, started_at) values (chime_shard_of(${r.tenantId}::uuid), ${run!.id}, ${i + 1}, ${at(startedAt)}::timestamptz)`);
+    await app.database.db.execute(
+      sql`insert into attempts (shard, run_id, attempt, started_at) values (chime_shard_of(${r.tenantId}::uuid), ${run!.id}, ${i + 1}, ${at(startedAt)}::timestamptz)`,
+    );
   }
   return run!.id;
 }
@@ -107,29 +109,89 @@ describe.each(DATABASE_TARGETS)('GET /v1/usage ($kind)', (target) => {
 
     const A = { tenantId: a.tenantId, jobId };
     // Today (2030-01-10). Fire lags of the runs started in the 24 h up to NOW: 100, 200, 300, 0 (started early), 5000.
-    await addRun(app, { ...A, status: 'succeeded', scheduledFor: utc('2030-01-10T00:59:59.800'), startedAt: utc('2030-01-10T00:59:59.900'), finishedAt: utc('2030-01-10T01:00:00'), attempts: [utc('2030-01-10T00:59:59.900')] });
-    await addRun(app, { ...A, status: 'failed', scheduledFor: utc('2030-01-09T21:59:59.800'), startedAt: utc('2030-01-09T22:00:00'), finishedAt: utc('2030-01-10T14:00:00'), attempts: [utc('2030-01-09T22:00:00'), utc('2030-01-10T13:00:00'), utc('2030-01-10T14:00:00')] });
+    await addRun(app, {
+      ...A,
+      status: 'succeeded',
+      scheduledFor: utc('2030-01-10T00:59:59.800'),
+      startedAt: utc('2030-01-10T00:59:59.900'),
+      finishedAt: utc('2030-01-10T01:00:00'),
+      attempts: [utc('2030-01-10T00:59:59.900')],
+    });
+    await addRun(app, {
+      ...A,
+      status: 'failed',
+      scheduledFor: utc('2030-01-09T21:59:59.800'),
+      startedAt: utc('2030-01-09T22:00:00'),
+      finishedAt: utc('2030-01-10T14:00:00'),
+      attempts: [utc('2030-01-09T22:00:00'), utc('2030-01-10T13:00:00'), utc('2030-01-10T14:00:00')],
+    });
     await addRun(app, { ...A, status: 'running', scheduledFor: NOW - HOUR, startedAt: NOW - HOUR + 300 });
-    await addRun(app, { ...A, status: 'succeeded', scheduledFor: NOW - 2 * HOUR, startedAt: NOW - 2 * HOUR - 50, finishedAt: NOW - 2 * HOUR + 1000 });
+    await addRun(app, {
+      ...A,
+      status: 'succeeded',
+      scheduledFor: NOW - 2 * HOUR,
+      startedAt: NOW - 2 * HOUR - 50,
+      finishedAt: NOW - 2 * HOUR + 1000,
+    });
     await addRun(app, { ...A, status: 'retrying', scheduledFor: NOW - 3 * HOUR, startedAt: NOW - 3 * HOUR + 5000 });
     await addRun(app, { ...A, status: 'canceled', finishedAt: NOW - HOUR }); // canceled: not an outcome counted
     await addRun(app, { ...A, status: 'succeeded', finishedAt: NOW + HOUR }); // after now: outside the span
     // Yesterday, at both edges of the day; started more than 24 h before NOW with a huge lag.
-    await addRun(app, { ...A, status: 'succeeded', scheduledFor: utc('2030-01-08T10:00:00'), startedAt: utc('2030-01-09T10:00:00'), finishedAt: utc('2030-01-09T23:59:59.999') });
+    await addRun(app, {
+      ...A,
+      status: 'succeeded',
+      scheduledFor: utc('2030-01-08T10:00:00'),
+      startedAt: utc('2030-01-09T10:00:00'),
+      finishedAt: utc('2030-01-09T23:59:59.999'),
+    });
     await addRun(app, { ...A, status: 'expired', finishedAt: utc('2030-01-09T00:00:00') });
     // 2030-01-07: two skipped and a succeeded run with two attempts; 2030-01-08 has nothing.
     await addRun(app, { ...A, status: 'skipped', finishedAt: utc('2030-01-07T08:00:00') });
     await addRun(app, { ...A, status: 'skipped', finishedAt: utc('2030-01-07T09:00:00') });
-    await addRun(app, { ...A, status: 'succeeded', finishedAt: utc('2030-01-07T12:00:00'), attempts: [utc('2030-01-07T11:00:00'), utc('2030-01-07T11:30:00')] });
+    await addRun(app, {
+      ...A,
+      status: 'succeeded',
+      finishedAt: utc('2030-01-07T12:00:00'),
+      attempts: [utc('2030-01-07T11:00:00'), utc('2030-01-07T11:30:00')],
+    });
     // The first instant of the oldest of 14 days counts; the last instant before it does not (nor its attempt).
     await addRun(app, { ...A, status: 'succeeded', finishedAt: utc('2029-12-28T00:00:00') });
     await addRun(app, { ...A, status: 'failed', finishedAt: utc('2029-12-27T23:59:59.999'), attempts: [utc('2029-12-27T23:00:00')] });
     // A notification's delivery (A's tenant id, hidden job): counts nowhere, not in the fire lag either.
-    await addRun(app, { tenantId: a.tenantId, jobId: hidden!.id, trigger: 'notification', status: 'failed', scheduledFor: NOW - 10 * DAY, startedAt: NOW - HOUR, finishedAt: NOW - HOUR + 10, attempts: [NOW - HOUR, NOW - HOUR + 5] });
+    await addRun(app, {
+      tenantId: a.tenantId,
+      jobId: hidden!.id,
+      trigger: 'notification',
+      status: 'failed',
+      scheduledFor: NOW - 10 * DAY,
+      startedAt: NOW - HOUR,
+      finishedAt: NOW - HOUR + 10,
+      attempts: [NOW - HOUR, NOW - HOUR + 5],
+    });
     // B's runs: count for B only.
-    await addRun(app, { tenantId: b.tenantId, jobId: bJob, status: 'succeeded', scheduledFor: NOW - 5 * DAY, startedAt: NOW - HOUR, finishedAt: NOW - HOUR + 10, attempts: [NOW - HOUR] });
-    await addRun(app, { tenantId: b.tenantId, jobId: bJob, status: 'failed', finishedAt: utc('2030-01-07T12:00:00'), attempts: [utc('2030-01-07T12:00:00')] });
-    await addRun(app, { tenantId: b.tenantId, jobId: bJob, status: 'running', scheduledFor: NOW - HOUR / 2, startedAt: NOW - HOUR / 2 - 1000 }); // 1 s early: lag 0
+    await addRun(app, {
+      tenantId: b.tenantId,
+      jobId: bJob,
+      status: 'succeeded',
+      scheduledFor: NOW - 5 * DAY,
+      startedAt: NOW - HOUR,
+      finishedAt: NOW - HOUR + 10,
+      attempts: [NOW - HOUR],
+    });
+    await addRun(app, {
+      tenantId: b.tenantId,
+      jobId: bJob,
+      status: 'failed',
+      finishedAt: utc('2030-01-07T12:00:00'),
+      attempts: [utc('2030-01-07T12:00:00')],
+    });
+    await addRun(app, {
+      tenantId: b.tenantId,
+      jobId: bJob,
+      status: 'running',
+      scheduledFor: NOW - HOUR / 2,
+      startedAt: NOW - HOUR / 2 - 1000,
+    }); // 1 s early: lag 0
   });
   afterAll(() => app?.close());
 
@@ -148,7 +210,7 @@ describe.each(DATABASE_TARGETS)('GET /v1/usage ($kind)', (target) => {
     expect((await a.api.get('/v1/usage?days=14')).body).toEqual(r.body);
   });
 
-  it("shows another tenant only its own runs and jobs", async () => {
+  it('shows another tenant only its own runs and jobs', async () => {
     const r = await b.api.get('/v1/usage');
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
@@ -166,7 +228,14 @@ describe.each(DATABASE_TARGETS)('GET /v1/usage ($kind)', (target) => {
     expect(r.body).toEqual({
       from: '2030-01-08T00:00:00.000Z',
       to: '2030-01-10T15:00:00.000Z',
-      daily: ['2030-01-08', '2030-01-09', '2030-01-10'].map((date) => ({ date, succeeded: 0, failed: 0, expired: 0, skipped: 0, attempts: 0 })),
+      daily: ['2030-01-08', '2030-01-09', '2030-01-10'].map((date) => ({
+        date,
+        succeeded: 0,
+        failed: 0,
+        expired: 0,
+        skipped: 0,
+        attempts: 0,
+      })),
       fireLagMs: null,
       jobs: { active: 0, paused: 0 },
     });
@@ -210,7 +279,10 @@ describe.each(DATABASE_TARGETS)('GET /v1/usage ($kind)', (target) => {
       expect(r.status, days).toBe(400);
       expect(r.headers.get('content-type'), days).toBe('application/problem+json');
       expect(r.body, days).toMatchObject({ type: 'urn:chime:problem:validation', status: 400 });
-      expect(r.body.errors.map((e: { path: string }) => e.path), days).toEqual(['days']);
+      expect(
+        r.body.errors.map((e: { path: string }) => e.path),
+        days,
+      ).toEqual(['days']);
     }
   });
 

@@ -1,6 +1,16 @@
 /** The part of autocannon 9's programmatic API the bench uses (the package ships no types). */
 declare module 'autocannon' {
-  type Percentiles = { average: number; mean: number; min: number; max: number; p50: number; p90: number; p99: number; p99_9: number; total: number };
+  type Percentiles = {
+    average: number;
+    mean: number;
+    min: number;
+    max: number;
+    p50: number;
+    p90: number;
+    p99: number;
+    p99_9: number;
+    total: number;
+  };
   export type Result = {
     /** Seconds. */
     duration: number;

@@ -43,11 +43,11 @@ const OPTIONS = {
   'api-per-callback': { d: 0.05, h: 'API requests per callback (modelled)' },
   recurring: { d: 1.25, h: 'DB cost factor for the next-run insert of recurring jobs (modelled)' },
   'cores-per-node': { d: 16, h: 'cores per database node and per dispatcher/API node' },
-  headroom: { d: 0.6, h: 'fraction of a node\'s cores used at peak' },
-  'burst-fraction': { d: 0.2, h: 'fraction of each minute\'s callbacks due in its first second (cron :00)' },
+  headroom: { d: 0.6, h: "fraction of a node's cores used at peak" },
+  'burst-fraction': { d: 0.2, h: "fraction of each minute's callbacks due in its first second (cron :00)" },
   'burst-window': { d: 5, h: 'seconds allowed to drain the :00 burst (its worst fire lag)' },
   'burst-factor': { d: NaN, h: 'peak/average directly (overrides the two above)' },
-  'callback-ms': { d: 100, h: 'receivers\' mean answer time, ms (modelled)' },
+  'callback-ms': { d: 100, h: "receivers' mean answer time, ms (modelled)" },
   concurrency: { d: 256, h: 'callbacks in flight per dispatcher (Chime default)' },
   'dispatcher-pool': { d: 20, h: 'database pool of a dispatcher process (src/cli.ts)' },
   'api-pool': { d: 10, h: 'database pool of an API process (src/cli.ts)' },
@@ -70,10 +70,26 @@ type P = Record<Name, number>;
 
 /** One scenario's answer. */
 export type Row = {
-  jobs: number; avgPerS: number; peakPerS: number; burstFactor: number; clusters: number; coordinators: number;
-  coordinatorCores: number; workers: number; workersByCpu: number; workersByStorage: number; workerCores: number;
-  dispatchers: number; dispatcherNodes: number; apiProcesses: number; coordinatorConnections: number;
-  workerConnections: number; storageTB: number; historyRows: number; egressGbps: number; caveats: string[];
+  jobs: number;
+  avgPerS: number;
+  peakPerS: number;
+  burstFactor: number;
+  clusters: number;
+  coordinators: number;
+  coordinatorCores: number;
+  workers: number;
+  workersByCpu: number;
+  workersByStorage: number;
+  workerCores: number;
+  dispatchers: number;
+  dispatcherNodes: number;
+  apiProcesses: number;
+  coordinatorConnections: number;
+  workerConnections: number;
+  storageTB: number;
+  historyRows: number;
+  egressGbps: number;
+  caveats: string[];
 };
 
 const up = Math.ceil;
@@ -81,7 +97,7 @@ const up = Math.ceil;
 /** The model for J jobs at R callbacks/s on average (formulas in the docstring). */
 export function model(p: P, J: number, R: number): Row {
   const b = p['burst-fraction'];
-  const burstFactor = Number.isFinite(p['burst-factor']) ? p['burst-factor'] : 60 * b / p['burst-window'] + (1 - b);
+  const burstFactor = Number.isFinite(p['burst-factor']) ? p['burst-factor'] : (60 * b) / p['burst-window'] + (1 - b);
   const P = R * burstFactor;
   const perNode = p['cores-per-node'] * p.headroom;
   const dispatchers = Math.max(up((P * p['dispatcher-cpu-per-1k']) / 1000 / p.headroom), up((P * p['callback-ms']) / 1000 / p.concurrency));
@@ -99,20 +115,43 @@ export function model(p: P, J: number, R: number): Row {
   const coordinatorConnections = up((dispatchers * (p['dispatcher-pool'] + 1) + apiProcesses * p['api-pool']) / clusters);
   const workersPerCluster = up(workers / clusters);
   const row: Row = {
-    jobs: J, avgPerS: R, peakPerS: Math.round(P), burstFactor: +burstFactor.toFixed(2), clusters, coordinators,
-    coordinatorCores: +coordinatorCores.toFixed(1), workers, workersByCpu, workersByStorage, workerCores: +workerCores.toFixed(1),
-    dispatchers, dispatcherNodes: up(dispatchers / p['cores-per-node']), apiProcesses, coordinatorConnections,
-    workerConnections: coordinatorConnections, storageTB: +(bytes / 1e12).toFixed(1), historyRows,
-    egressGbps: +((P * p['callback-bytes'] * 8) / 1e9).toFixed(1), caveats: [],
+    jobs: J,
+    avgPerS: R,
+    peakPerS: Math.round(P),
+    burstFactor: +burstFactor.toFixed(2),
+    clusters,
+    coordinators,
+    coordinatorCores: +coordinatorCores.toFixed(1),
+    workers,
+    workersByCpu,
+    workersByStorage,
+    workerCores: +workerCores.toFixed(1),
+    dispatchers,
+    dispatcherNodes: up(dispatchers / p['cores-per-node']),
+    apiProcesses,
+    coordinatorConnections,
+    workerConnections: coordinatorConnections,
+    storageTB: +(bytes / 1e12).toFixed(1),
+    historyRows,
+    egressGbps: +((P * p['callback-bytes'] * 8) / 1e9).toFixed(1),
+    caveats: [],
   };
   const c = row.caveats;
   const perWorkerPeak = P / workersPerCluster / clusters;
-  if (perWorkerPeak > p['measured-rate']) c.push(`E: ${(perWorkerPeak / p['measured-rate']).toFixed(1)}× the fastest measured drain per worker`);
-  else if (P > p['measured-rate']) c.push(`X: ${(P / p['measured-rate']).toFixed(0)}× the fastest measured drain in total (linear scaling assumed)`);
+  if (perWorkerPeak > p['measured-rate'])
+    c.push(`E: ${(perWorkerPeak / p['measured-rate']).toFixed(1)}× the fastest measured drain per worker`);
+  else if (P > p['measured-rate'])
+    c.push(`X: ${(P / p['measured-rate']).toFixed(0)}× the fastest measured drain in total (linear scaling assumed)`);
   if (J / clusters / workersPerCluster > p['measured-jobs']) c.push('J: more jobs per worker than any measured table');
   if (coordinators > 1) c.push(`C: ${coordinatorCores.toFixed(0)} coordinator cores > one node: split clusters (or route through workers)`);
-  if (coordinatorConnections > p['max-connections']) c.push(`N: ${coordinatorConnections} connections per coordinator > ${p['max-connections']}: pool (PgBouncer) or fewer, bigger processes`);
-  if (workersByStorage > workersByCpu) c.push(`S: storage sizes the workers (${(bytes / 1e12).toFixed(0)} TB, ${(historyRows / 1e9).toFixed(0)} G history runs): shorten retention`);
+  if (coordinatorConnections > p['max-connections'])
+    c.push(
+      `N: ${coordinatorConnections} connections per coordinator > ${p['max-connections']}: pool (PgBouncer) or fewer, bigger processes`,
+    );
+  if (workersByStorage > workersByCpu)
+    c.push(
+      `S: storage sizes the workers (${(bytes / 1e12).toFixed(0)} TB, ${(historyRows / 1e9).toFixed(0)} G history runs): shorten retention`,
+    );
   if (J / R < 60) c.push(`P: each job fires every ${(J / R).toFixed(0)} s on average, finer than cron's minute`);
   if (row.egressGbps > 10) c.push(`W: ${row.egressGbps} Gbit/s of callbacks at peak`);
   return row;
@@ -127,11 +166,34 @@ const si = (n: number) => (n >= 1e9 ? `${n / 1e9} B` : n >= 1e6 ? `${n / 1e6} M`
 
 /** The rows as a markdown table, with its legend and the parameters used. */
 export function markdown(rows: Row[], p: P): string {
-  const head = ['jobs', 'callbacks/s avg → :00 peak', 'clusters', 'coordinator cores', 'workers (CPU / storage)', 'dispatchers (nodes)', 'API', 'conns / coordinator', 'storage TB', 'caveats'];
+  const head = [
+    'jobs',
+    'callbacks/s avg → :00 peak',
+    'clusters',
+    'coordinator cores',
+    'workers (CPU / storage)',
+    'dispatchers (nodes)',
+    'API',
+    'conns / coordinator',
+    'storage TB',
+    'caveats',
+  ];
   const lines = [`| ${head.join(' | ')} |`, `| ${head.map((_, i) => (i === 0 || i === head.length - 1 ? '---' : '---:')).join(' | ')} |`];
   for (const r of rows) {
-    lines.push(`| ${[si(r.jobs), `${si(r.avgPerS)} → ${si(r.peakPerS)}`, r.clusters, r.coordinatorCores, `${r.workers} (${r.workersByCpu} / ${r.workersByStorage})`,
-      `${r.dispatchers} (${r.dispatcherNodes})`, r.apiProcesses, r.coordinatorConnections, r.storageTB, r.caveats.map((x) => x[0]).join(' ') || '—'].join(' | ')} |`);
+    lines.push(
+      `| ${[
+        si(r.jobs),
+        `${si(r.avgPerS)} → ${si(r.peakPerS)}`,
+        r.clusters,
+        r.coordinatorCores,
+        `${r.workers} (${r.workersByCpu} / ${r.workersByStorage})`,
+        `${r.dispatchers} (${r.dispatcherNodes})`,
+        r.apiProcesses,
+        r.coordinatorConnections,
+        r.storageTB,
+        r.caveats.map((x) => x[0]).join(' ') || '—',
+      ].join(' | ')} |`,
+    );
   }
   const notes = [...new Map(rows.flatMap((r) => r.caveats).map((x) => [x[0], x])).values()];
   return [
@@ -148,10 +210,19 @@ export function markdown(rows: Row[], p: P): string {
 
 function main(): void {
   const { values } = parseArgs({
-    options: { ...Object.fromEntries(Object.keys(OPTIONS).map((k) => [k, { type: 'string' as const }])), json: { type: 'boolean' }, help: { type: 'boolean' } },
+    options: {
+      ...Object.fromEntries(Object.keys(OPTIONS).map((k) => [k, { type: 'string' as const }])),
+      json: { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
   });
   if (values.help) {
-    console.log('npx tsx test/bench/capacity-model.ts [--json] [--NAME VALUE]...\n' + Object.entries(OPTIONS).map(([k, o]) => `  --${k} (${o.d}): ${o.h}`).join('\n'));
+    console.log(
+      'npx tsx test/bench/capacity-model.ts [--json] [--NAME VALUE]...\n' +
+        Object.entries(OPTIONS)
+          .map(([k, o]) => `  --${k} (${o.d}): ${o.h}`)
+          .join('\n'),
+    );
     return;
   }
   const p = {} as P;

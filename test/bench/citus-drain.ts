@@ -18,13 +18,13 @@ import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
 import { buildChime } from '../support/build.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
 import { startCitusCluster } from '../support/citus.ts';
 import { TEST_ENCRYPTION_KEY } from '../support/databases.ts';
 import { connect, DatabaseFactory } from './db.ts';
 import { endProcess } from './end-process.ts';
 import { cpuSeconds, parentPid, serverCpuSeconds } from './proc-stats.ts';
-import { startBenchReceiver, type BenchReceiver } from './receiver.ts';
+import { type BenchReceiver, startBenchReceiver } from './receiver.ts';
 import { chimeJobBody } from './systems/chime.ts';
 
 const BATCH = 1_000;
@@ -107,7 +107,9 @@ async function drainOn(target: Target, receiver: BenchReceiver, o: { runs: numbe
     const tenants = await Promise.all(Array.from({ length: o.tenants }, (_, i) => createTestTenant(api.url, `bench-${i}`)));
     const started = Date.now();
     await register(tenants, o.runs, `${receiver.url}/hook`);
-    log(`  ${target.name}: registered ${o.runs.toLocaleString('en')} runs of ${o.tenants} tenants in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    log(
+      `  ${target.name}: registered ${o.runs.toLocaleString('en')} runs of ${o.tenants} tenants in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
     await api.stop();
     await receiver.reset(0);
 
@@ -151,7 +153,10 @@ function markdown(results: Figures[], machine: string): string {
     '',
     `| target | runs | callbacks/s | ${columns.join(' | ')} |`,
     `| --- | ---: | ---: | ${columns.map(() => '---:').join(' | ')} |`,
-    ...results.map((r) => `| ${r.target} | ${r.runs.toLocaleString('en')} | ${r.callbacksPerSecond.toLocaleString('en')} | ${columns.map((c) => r.cpuPer1k[c] ?? '').join(' | ')} |`),
+    ...results.map(
+      (r) =>
+        `| ${r.target} | ${r.runs.toLocaleString('en')} | ${r.callbacksPerSecond.toLocaleString('en')} | ${columns.map((c) => r.cpuPer1k[c] ?? '').join(' | ')} |`,
+    ),
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -170,7 +175,8 @@ async function main(): Promise<void> {
   });
   const o = { runs: Number(values.runs), tenants: Number(values.tenants) };
   const adminUrl = values.postgres ?? process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
-  if (!Number.isInteger(o.runs) || o.runs < 1 || !Number.isInteger(o.tenants) || o.tenants < 1) throw new Error('--runs and --tenants: positive integers');
+  if (!Number.isInteger(o.runs) || o.runs < 1 || !Number.isInteger(o.tenants) || o.tenants < 1)
+    throw new Error('--runs and --tenants: positive integers');
   buildChime();
   const receiver = await startBenchReceiver();
   const results: Figures[] = [];

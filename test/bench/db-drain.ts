@@ -15,9 +15,9 @@
  */
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { systemClock } from '../../src/domain/clock.ts';
 import { createDispatcher } from '../../src/dispatch/drivers/node-dispatcher.ts';
 import type { Keyring } from '../../src/dispatch/keyring.ts';
+import { systemClock } from '../../src/domain/clock.ts';
 import { migratePostgresUrl } from '../../src/store/migrate.ts';
 import { openPostgres } from '../../src/store/postgres.ts';
 import { clientBackendPids, cloneRows, connect, DatabaseFactory, type Sql } from './db.ts';
@@ -67,13 +67,22 @@ async function addDueRuns(sql: Sql, n: number, rate: number | null, leadMs: numb
   await sql`insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
             values (chime_shard_of(${TENANT}::uuid), ${TEMPLATE_JOB}, ${TENANT}, ${TEMPLATE_JOB}, ${at}, 'schedule', 'canceled', null, now())`;
   await cloneRows(sql, { schema: 'public', name: 'jobs' }, `t.id = '${TEMPLATE_JOB}'`, { id: `md5('j' || g)::uuid` }, 1, n);
-  await cloneRows(sql, { schema: 'public', name: 'runs' }, `t.id = '${TEMPLATE_JOB}'`, {
-    id: `md5('r' || g)::uuid`,
-    job_id: `md5('j' || g)::uuid`,
-    status: `'scheduled'`,
-    scheduled_for: rate === null ? 't.scheduled_for' : `t.scheduled_for + (${leadMs} + g * ${1000 / (rate ?? 1)}) * interval '1 millisecond'`,
-    next_attempt_at: rate === null ? 't.scheduled_for' : `t.scheduled_for + (${leadMs} + g * ${1000 / (rate ?? 1)}) * interval '1 millisecond'`,
-  }, 1, n);
+  await cloneRows(
+    sql,
+    { schema: 'public', name: 'runs' },
+    `t.id = '${TEMPLATE_JOB}'`,
+    {
+      id: `md5('r' || g)::uuid`,
+      job_id: `md5('j' || g)::uuid`,
+      status: `'scheduled'`,
+      scheduled_for:
+        rate === null ? 't.scheduled_for' : `t.scheduled_for + (${leadMs} + g * ${1000 / (rate ?? 1)}) * interval '1 millisecond'`,
+      next_attempt_at:
+        rate === null ? 't.scheduled_for' : `t.scheduled_for + (${leadMs} + g * ${1000 / (rate ?? 1)}) * interval '1 millisecond'`,
+    },
+    1,
+    n,
+  );
   await sql.unsafe('vacuum analyze jobs, runs');
 }
 
@@ -81,7 +90,13 @@ async function addDueRuns(sql: Sql, n: number, rate: number | null, leadMs: numb
  * @param deliverMs how long each delivery takes (0: answers at once); with the per-destination limit (16, one
  *   destination here) it sets the pace, and so the sizes of claims and finishes, as a receiver's latency would
  */
-async function drainOnce(factory: DatabaseFactory, n: number, deliverMs: number, rate: number | null, byStatement: boolean): Promise<Figures> {
+async function drainOnce(
+  factory: DatabaseFactory,
+  n: number,
+  deliverMs: number,
+  rate: number | null,
+  byStatement: boolean,
+): Promise<Figures> {
   const { name, url } = await factory.create('dbdrain');
   await migratePostgresUrl(url);
   const sql = connect(url);
@@ -96,7 +111,8 @@ async function drainOnce(factory: DatabaseFactory, n: number, deliverMs: number,
       kinds.set(head, (kinds.get(head) ?? 0) + 1);
     },
   });
-  const commits = async () => (await sql<{ n: string }[]>`select xact_commit::text as n from pg_stat_database where datname = current_database()`)[0]!.n;
+  const commits = async () =>
+    (await sql<{ n: string }[]>`select xact_commit::text as n from pg_stat_database where datname = current_database()`)[0]!.n;
   const dispatcher = createDispatcher({
     database,
     clock: systemClock,
@@ -121,7 +137,9 @@ async function drainOnce(factory: DatabaseFactory, n: number, deliverMs: number,
     await new Promise((r) => setTimeout(r, SAMPLE_MS));
     await sample();
     samples++;
-    const [row] = await sql<{ left: number }[]>`select count(*)::int as left from runs where status <> 'succeeded' and id <> ${TEMPLATE_JOB}`;
+    const [row] = await sql<
+      { left: number }[]
+    >`select count(*)::int as left from runs where status <> 'succeeded' and id <> ${TEMPLATE_JOB}`;
     left = row!.left;
   }
   const seconds = (Date.now() - started) / 1000;
@@ -181,7 +199,11 @@ async function main(): Promise<void> {
   } finally {
     await factory.close();
   }
-  const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 0.5);
+  const median = (xs: number[]) =>
+    percentile(
+      [...xs].sort((a, b) => a - b),
+      0.5,
+    );
   const med: Figures = {
     runsPerSecond: median(all.map((f) => f.runsPerSecond)),
     pgCpuPer1k: median(all.map((f) => f.pgCpuPer1k)),

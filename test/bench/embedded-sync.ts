@@ -10,15 +10,15 @@
  *   the median latency of a commit, which is what a sync adds to.
  * Prints one line per setting and round, and a summary (range and median of the rounds).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openEmbedded } from '../../src/store/embedded.ts';
-import { startBenchReceiver, type BenchReceiver } from './receiver.ts';
-import { ROOT } from './systems/process.ts';
 import { endProcess } from './end-process.ts';
+import { type BenchReceiver, startBenchReceiver } from './receiver.ts';
+import { ROOT } from './systems/process.ts';
 
 const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 const BATCH = 1000;
@@ -56,7 +56,13 @@ async function startService(dataDir: string, sync: Setting, args: string[]): Pro
   const deadline = Date.now() + 60_000;
   for (;;) {
     const port = /"port":(\d+)[^\n]*"msg":"listening"/.exec(out)?.[1];
-    if (port) return { url: `http://127.0.0.1:${port}`, child, stop: () => (child.kill('SIGTERM'), exited) };
+    if (port) {
+      const stop = () => {
+        child.kill('SIGTERM');
+        return exited;
+      };
+      return { url: `http://127.0.0.1:${port}`, child, stop };
+    }
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`chime did not start: ${out}`);
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -73,7 +79,10 @@ async function call(url: string, key: string, method: string, path: string, body
   return JSON.parse(text);
 }
 
-const later = (receiver: BenchReceiver) => ({ schedule: { type: 'once', at: new Date(Date.now() + DAY_MS).toISOString() }, callback: { url: `${receiver.url}/hook` } });
+const later = (receiver: BenchReceiver) => ({
+  schedule: { type: 'once', at: new Date(Date.now() + DAY_MS).toISOString() },
+  callback: { url: `${receiver.url}/hook` },
+});
 const now = (receiver: BenchReceiver) => ({ schedule: { type: 'delay', delayMs: 0 }, callback: { url: `${receiver.url}/hook` } });
 
 /** The median latency in ms of `count` one-row INSERTs, each its own transaction, on a fresh folder. */
@@ -93,7 +102,11 @@ async function commitP50(dir: string, sync: Setting, count: number): Promise<num
   }
 }
 
-async function round(sync: Setting, receiver: BenchReceiver, opts: { singles: number; batches: number; drain: number; commits: number }): Promise<Result> {
+async function round(
+  sync: Setting,
+  receiver: BenchReceiver,
+  opts: { singles: number; batches: number; drain: number; commits: number },
+): Promise<Result> {
   const dir = await mkdtemp(join(tmpdir(), `chime-bench-sync-${sync}-`));
   try {
     const api = await startService(join(dir, 'data'), sync, ['--role', 'api']);
@@ -157,11 +170,26 @@ const fmt = (r: Result) =>
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { rounds: { type: 'string', default: '3' }, singles: { type: 'string', default: '300' }, batches: { type: 'string', default: '10' }, drain: { type: 'string', default: '3000' }, commits: { type: 'string', default: '500' } },
+    options: {
+      rounds: { type: 'string', default: '3' },
+      singles: { type: 'string', default: '300' },
+      batches: { type: 'string', default: '10' },
+      drain: { type: 'string', default: '3000' },
+      commits: { type: 'string', default: '500' },
+    },
   });
-  const opts = { singles: Number(values.singles), batches: Number(values.batches), drain: Number(values.drain), commits: Number(values.commits) };
+  const opts = {
+    singles: Number(values.singles),
+    batches: Number(values.batches),
+    drain: Number(values.drain),
+    commits: Number(values.commits),
+  };
   const rounds = Number(values.rounds);
-  log(`embedded sync bench: ${rounds} rounds, ${JSON.stringify(opts)}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  log(
+    `embedded sync bench: ${rounds} rounds, ${JSON.stringify(opts)}, load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   const receiver = await startBenchReceiver();
   const results: Record<Setting, Result[]> = { on: [], off: [] };
   try {
@@ -178,7 +206,8 @@ async function main(): Promise<void> {
   }
   for (const sync of ['off', 'on'] as const) {
     const rs = results[sync];
-    const range = (f: (r: Result) => number, digits = 0) => `${Math.min(...rs.map(f)).toFixed(digits)}–${Math.max(...rs.map(f)).toFixed(digits)} (median ${median(rs.map(f)).toFixed(digits)})`;
+    const range = (f: (r: Result) => number, digits = 0) =>
+      `${Math.min(...rs.map(f)).toFixed(digits)}–${Math.max(...rs.map(f)).toFixed(digits)} (median ${median(rs.map(f)).toFixed(digits)})`;
     process.stdout.write(
       `sync=${sync}: singles ${range((r) => r.singlesPerS)} jobs/s, p50 ${range((r) => r.singleP50Ms, 1)} ms; ` +
         `batches ${range((r) => r.batchJobsPerS)} jobs/s; drain ${range((r) => r.drainPerS)} runs/s; commit p50 ${range((r) => r.commitP50Ms, 2)} ms\n`,

@@ -13,10 +13,10 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { cpuSecondsOf } from './proc-stats.ts';
-import { summarizeLags } from './stats.ts';
-import type { ReceiverReply, ReceiverRequest } from './receiver.ts';
 import { endProcess } from './end-process.ts';
+import { cpuSecondsOf } from './proc-stats.ts';
+import type { ReceiverReply, ReceiverRequest } from './receiver.ts';
+import { summarizeLags } from './stats.ts';
 
 /** What a session keeps per tag (`/hook/<tag>`). */
 type Tagged = { unique: number; firstAt: number | null; lastAt: number | null; lags: number[] };
@@ -34,7 +34,17 @@ type Session = {
   tags: Map<string, Tagged>;
 };
 
-const fresh = (delayMs = 0): Session => ({ delayMs, ids: new Set(), total: 0, lags: [], firstAt: null, lastAt: null, watch: [], cpuAtFirst: null, tags: new Map() });
+const fresh = (delayMs = 0): Session => ({
+  delayMs,
+  ids: new Set(),
+  total: 0,
+  lags: [],
+  firstAt: null,
+  lastAt: null,
+  watch: [],
+  cpuAtFirst: null,
+  tags: new Map(),
+});
 let session = fresh();
 
 const header = (req: http.IncomingMessage, name: string): string | undefined => {
@@ -112,7 +122,10 @@ function handle(m: ReceiverRequest): unknown {
       return listenMore(m.count);
     case 'tags':
       return Object.fromEntries(
-        [...session.tags].map(([name, t]) => [name, { unique: t.unique, firstAt: t.firstAt, lastAt: t.lastAt, lags: summarizeLags(t.lags) }]),
+        [...session.tags].map(([name, t]) => [
+          name,
+          { unique: t.unique, firstAt: t.firstAt, lastAt: t.lastAt, lags: summarizeLags(t.lags) },
+        ]),
       );
     case 'reset':
       session = fresh(m.delayMs);

@@ -2,7 +2,7 @@
  * Parent side of the benchmark receiver: forks receiver-process.ts (node --import tsx) and talks to it over IPC.
  * One receiver serves every system of a bench run; `reset()` starts a new session before each workload.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import type { LagSummary } from './stats.ts';
 
 /** Messages to the receiver process. */

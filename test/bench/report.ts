@@ -6,9 +6,9 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { SYSTEMS, type SystemId } from './systems/types.ts';
 import { ROOT } from './systems/process.ts';
-import { WORKLOADS, type Plan, type WorkloadId } from './workloads/plan.ts';
+import { SYSTEMS, type SystemId } from './systems/types.ts';
+import { type Plan, WORKLOADS, type WorkloadId } from './workloads/plan.ts';
 import type { BenchResult } from './workloads/types.ts';
 
 type Better = 'higher' | 'lower' | null;
@@ -53,7 +53,8 @@ const TITLES: Record<WorkloadId, (p: Plan) => string> = {
   drain: (p) => `drain: ${p.drain.n.toLocaleString('en')} runs due at once`,
   steady: (p) => `steady: ${p.steady.ratePerSecond} runs/s falling due for ${p.steady.durationS} s`,
   burst: (p) => `burst: ${p.burst.n.toLocaleString('en')} runs due in the same second`,
-  registration: (p) => `registration: ${p.registration.durationS} s closed loop, ${p.registration.connections} connections; batches of 1,000`,
+  registration: (p) =>
+    `registration: ${p.registration.durationS} s closed loop, ${p.registration.connections} connections; batches of 1,000`,
   scale: (p) => `scale: drain of ${p.scale.n.toLocaleString('en')} runs with future runs in the table`,
   slow: (p) => `slow receiver: ${p.slow.n.toLocaleString('en')} runs, ${p.slow.delayMs} ms per answer`,
   noisy: (p) =>
@@ -98,7 +99,13 @@ export function describeMachine(postgresVersion: string): Machine {
     postgres: postgresVersion,
     loadAverage1m: os.loadavg()[0]!,
     platform: `${os.type()} ${os.release()}`,
-    versions: { chime: version('..'), 'pg-boss': version('pg-boss'), 'graphile-worker': version('graphile-worker'), undici: version('undici'), autocannon: version('autocannon') },
+    versions: {
+      chime: version('..'),
+      'pg-boss': version('pg-boss'),
+      'graphile-worker': version('graphile-worker'),
+      undici: version('undici'),
+      autocannon: version('autocannon'),
+    },
     commit,
   };
 }
@@ -152,8 +159,9 @@ export const TUNING = {
     'The same-work peers (pgboss-samework, graphile-samework) run with their tuned settings, and their handlers do per callback what Chime does ' +
     'by default: a Standard Webhooks signature (the standardwebhooks package, a fixed whsec_ secret), an Ed25519 JWT over the SHA-256 of the body ' +
     '(node:crypto, a key per worker process) as chime-signature, and after the response one INSERT of the attempt into a history table ' +
-    '(bench_attempts, primary key (job_id, attempt)) through the worker\'s own pool',
-  common: 'Every worker POSTs with an undici Agent (keep-alive 30 s, 16 connections per destination = Chime default per-destination concurrency, 10 s timeout)',
+    "(bench_attempts, primary key (job_id, attempt)) through the worker's own pool",
+  common:
+    'Every worker POSTs with an undici Agent (keep-alive 30 s, 16 connections per destination = Chime default per-destination concurrency, 10 s timeout)',
 };
 
 const SPEC = new Map(SYSTEMS.map((s) => [s.id, s]));
@@ -266,7 +274,10 @@ export function renderMarkdown(report: Report): string {
     const columns = (['raw', 'samework'] as const)
       .map((against) => ({ against, ...comparedPeers(group, against) }))
       .filter((c) => withChime && c.peers.length > 0)
-      .map((c) => ({ against: c.against, title: c.against === 'samework' ? 'Chime / best same-work peer' : c.tuned ? 'Chime / best tuned raw peer' : 'Chime / best peer' }));
+      .map((c) => ({
+        against: c.against,
+        title: c.against === 'samework' ? 'Chime / best same-work peer' : c.tuned ? 'Chime / best tuned raw peer' : 'Chime / best peer',
+      }));
     const row = (cells: string[]) => `| ${cells.join(' | ')} |`;
     lines.push(row(['figure', ...present.map(label), ...columns.map((c) => c.title)]));
     lines.push(row(['---', ...[...present, ...columns].map(() => '---:')]));
@@ -291,7 +302,9 @@ export function renderMarkdown(report: Report): string {
         return v === undefined ? '' : `${fmt(v, meta.digits)}${r.ok ? '' : '*'}`;
       });
       const ratioCells = columns.map((c) => {
-        const ratio = report.ratios.find((x) => x.workload === first.workload && x.variant === first.variant && x.figure === f && x.against === c.against);
+        const ratio = report.ratios.find(
+          (x) => x.workload === first.workload && x.variant === first.variant && x.figure === f && x.against === c.against,
+        );
         return ratio ? `${ratio.ratio.toFixed(2)} (vs ${ratio.bestPeerSystem})` : '';
       });
       lines.push(row([`${meta.label}${arrow}`, ...cells, ...ratioCells]));
@@ -300,6 +313,9 @@ export function renderMarkdown(report: Report): string {
     if (notes.length) lines.push('', ...notes);
     lines.push('');
   }
-  lines.push(report.ok ? 'Every system delivered and recorded every run.' : 'Not every run was delivered and recorded: see `*` and the notes.', '');
+  lines.push(
+    report.ok ? 'Every system delivered and recorded every run.' : 'Not every run was delivered and recorded: see `*` and the notes.',
+    '',
+  );
   return lines.join('\n');
 }

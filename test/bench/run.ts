@@ -11,13 +11,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DatabaseFactory } from './db.ts';
-import { startBenchReceiver, type BenchReceiver } from './receiver.ts';
-import { describeMachine, ratios, renderMarkdown, TUNING, type Report } from './report.ts';
-import { installSchema } from './systems/index.ts';
+import { endProcess } from './end-process.ts';
+import { type BenchReceiver, startBenchReceiver } from './receiver.ts';
+import { describeMachine, type Report, ratios, renderMarkdown, TUNING } from './report.ts';
 import { GRAPHILE_WORKER_SCRIPT } from './systems/graphile.ts';
+import { installSchema } from './systems/index.ts';
 import { PGBOSS_WORKER_SCRIPT } from './systems/pgboss.ts';
 import { buildSystems, killAll, ROOT } from './systems/process.ts';
-import { SYSTEMS, type BenchContext, type Family, type SystemSpec } from './systems/types.ts';
+import { type BenchContext, type Family, SYSTEMS, type SystemSpec } from './systems/types.ts';
 import { burst } from './workloads/burst.ts';
 import { drain, type WorkloadDeps } from './workloads/drain.ts';
 import { noisy } from './workloads/noisy.ts';
@@ -27,9 +28,16 @@ import { scale } from './workloads/scale.ts';
 import { slow } from './workloads/slow.ts';
 import { steady } from './workloads/steady.ts';
 import type { BenchResult } from './workloads/types.ts';
-import { endProcess } from './end-process.ts';
 
-const RUN: Record<WorkloadId, (spec: SystemSpec, deps: WorkloadDeps) => Promise<BenchResult[]>> = { drain, steady, burst, registration, scale, slow, noisy };
+const RUN: Record<WorkloadId, (spec: SystemSpec, deps: WorkloadDeps) => Promise<BenchResult[]>> = {
+  drain,
+  steady,
+  burst,
+  registration,
+  scale,
+  slow,
+  noisy,
+};
 const FAMILIES: readonly Family[] = ['chime', 'pgboss', 'graphile'];
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -41,7 +49,10 @@ function fail(message: string): never {
 
 function listArg<T extends string>(value: string | undefined, allowed: readonly T[], name: string): T[] {
   if (value === undefined) return [...allowed];
-  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const i of items) if (!allowed.includes(i as T)) fail(`--${name}: unknown "${i}" (one of ${allowed.join(', ')})`);
   return items as T[];
 }
@@ -50,7 +61,12 @@ async function main(): Promise<number> {
   const argv = process.argv.slice(2);
   const { values } = parseArgs({
     args: argv,
-    options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, workloads: { type: 'string' }, out: { type: 'string' } },
+    options: {
+      quick: { type: 'boolean', default: false },
+      only: { type: 'string' },
+      workloads: { type: 'string' },
+      out: { type: 'string' },
+    },
   });
   const adminUrl = process.env.DATABASE_URL ?? process.env.TEST_DATABASE_URL;
   if (!adminUrl) fail('set DATABASE_URL (or TEST_DATABASE_URL) to a PostgreSQL the bench may create databases in');
@@ -83,7 +99,9 @@ async function main(): Promise<number> {
     const stale = await databases.dropStale();
     if (stale.length) log(`dropped ${stale.length} databases left by earlier runs`);
     const machine = describeMachine(await databases.serverVersion());
-    log(`bench (${plan.quick ? 'quick' : 'full'}): ${specs.map((s) => s.id).join(', ')} × ${workloads.join(', ')} on ${machine.cpuModel} ×${machine.cores}, load ${machine.loadAverage1m.toFixed(2)}`);
+    log(
+      `bench (${plan.quick ? 'quick' : 'full'}): ${specs.map((s) => s.id).join(', ')} × ${workloads.join(', ')} on ${machine.cpuModel} ×${machine.cores}, load ${machine.loadAverage1m.toFixed(2)}`,
+    );
     await buildSystems([GRAPHILE_WORKER_SCRIPT, PGBOSS_WORKER_SCRIPT]);
     receiver = await startBenchReceiver();
     const templates = {} as Record<Family, string>;
@@ -99,18 +117,33 @@ async function main(): Promise<number> {
     for (const workload of workloads) {
       for (const spec of specs) {
         // Registration is measured once per family (it does not depend on worker tuning): by the defaults configuration.
-        if (workload === 'registration' ? spec.tuned : spec.family !== 'chime' && !spec.tuned && !plan.defaultsWorkloads.includes(workload)) continue;
+        if (workload === 'registration' ? spec.tuned : spec.family !== 'chime' && !spec.tuned && !plan.defaultsWorkloads.includes(workload))
+          continue;
         const started = Date.now();
         log(`${workload} / ${spec.id}`);
         try {
           const rs = await RUN[workload](spec, deps);
           for (const r of rs) {
-            log(`  ${r.ok ? 'ok' : 'NOT OK'}${r.variant ? ` (${r.variant})` : ''}: ${summary(r)}${r.notes.length ? `; ${r.notes.join('; ')}` : ''}`);
+            log(
+              `  ${r.ok ? 'ok' : 'NOT OK'}${r.variant ? ` (${r.variant})` : ''}: ${summary(r)}${r.notes.length ? `; ${r.notes.join('; ')}` : ''}`,
+            );
           }
           results.push(...rs);
         } catch (err) {
           log(`  ERROR: ${(err as Error).stack ?? String(err)}`);
-          results.push({ system: spec.id, workload, variant: null, ok: false, error: String((err as Error).message ?? err).slice(0, 2000), n: null, delivered: null, recorded: null, capped: false, figures: {}, notes: [] });
+          results.push({
+            system: spec.id,
+            workload,
+            variant: null,
+            ok: false,
+            error: String((err as Error).message ?? err).slice(0, 2000),
+            n: null,
+            delivered: null,
+            recorded: null,
+            capped: false,
+            figures: {},
+            notes: [],
+          });
         }
         log(`  (${((Date.now() - started) / 1000).toFixed(1)} s)`);
       }
@@ -130,7 +163,7 @@ async function main(): Promise<number> {
     const markdown = renderMarkdown(report);
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(`${out}.md`, markdown);
-    writeFileSync(`${out}.json`, JSON.stringify(report, null, 2) + '\n');
+    writeFileSync(`${out}.json`, `${JSON.stringify(report, null, 2)}\n`);
     process.stdout.write(markdown);
     log(`written ${out}.md and ${out}.json`);
     if (plan.quick) return report.ok ? 0 : 1;

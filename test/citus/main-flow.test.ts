@@ -7,22 +7,22 @@
  * skips, saying so.
  */
 import { createHash } from 'node:crypto';
+import { sql } from 'drizzle-orm';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { Webhook } from 'standardwebhooks';
-import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/domain/shard.ts';
 import { DISTRIBUTED_TABLES, REFERENCE_TABLES } from '../../src/store/citus.ts';
 import { query, queryPlanned } from '../../src/store/db.ts';
 import { openPostgres } from '../../src/store/postgres.ts';
-import { claimStatement, CLAIM_PLAN } from '../../src/store/queue/claim-runs.ts';
+import { CLAIM_PLAN, claimStatement } from '../../src/store/queue/claim-runs.ts';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
 import { spawnChime } from '../support/build.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { CITUS_TESTS, startCitusCluster, type CitusCluster } from '../support/citus.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { CITUS_TESTS, type CitusCluster, startCitusCluster } from '../support/citus.ts';
 import { TEST_ENCRYPTION_KEY } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 
 if (!CITUS_TESTS) console.warn('test/citus: skipped, CHIME_TEST_CITUS is not 1 (set it to start a Citus cluster with ../shared/citus)');
 
@@ -61,14 +61,25 @@ describe.runIf(CITUS_TESTS)('Chime on a Citus cluster (coordinator + 2 workers)'
     }
     const database = openPostgres(cluster.url, { max: 1 });
     try {
-      const tables = await query<{ table_name: string; citus_table_type: string; distribution_column: string; colocation_id: number; shard_count: number }>(
+      const tables = await query<{
+        table_name: string;
+        citus_table_type: string;
+        distribution_column: string;
+        colocation_id: number;
+        shard_count: number;
+      }>(
         database.db,
         sql`select table_name::text, citus_table_type, distribution_column, colocation_id::int, shard_count::int from citus_tables`,
       );
       const byName = new Map(tables.map((t) => [t.table_name, t]));
       const colocation = byName.get('tenants')?.colocation_id;
       for (const t of DISTRIBUTED_TABLES) {
-        expect(byName.get(t), t).toMatchObject({ citus_table_type: 'distributed', distribution_column: 'shard', colocation_id: colocation, shard_count: 32 });
+        expect(byName.get(t), t).toMatchObject({
+          citus_table_type: 'distributed',
+          distribution_column: 'shard',
+          colocation_id: colocation,
+          shard_count: 32,
+        });
       }
       for (const t of REFERENCE_TABLES) expect(byName.get(t), t).toMatchObject({ citus_table_type: 'reference' });
       expect(tables).toHaveLength(DISTRIBUTED_TABLES.length + REFERENCE_TABLES.length);
@@ -90,22 +101,28 @@ describe.runIf(CITUS_TESTS)('Chime on a Citus cluster (coordinator + 2 workers)'
     expect(created.status).toBe(201);
     const jobId = created.body.jobId;
 
-    const runs = await eventually(async () => {
-      const r = await tenant.api.get(`/v1/jobs/${jobId}/runs`);
-      return r.body.runs[0]?.status === 'succeeded' ? r.body.runs : undefined;
-    }, { what: 'the run to succeed', timeoutMs: 20_000 });
+    const runs = await eventually(
+      async () => {
+        const r = await tenant.api.get(`/v1/jobs/${jobId}/runs`);
+        return r.body.runs[0]?.status === 'succeeded' ? r.body.runs : undefined;
+      },
+      { what: 'the run to succeed', timeoutMs: 20_000 },
+    );
     const hits = receiver.received.filter((r) => r.path === '/ok/once');
     expect(hits).toHaveLength(1);
     const hit = hits[0]!;
     expect(hit.at).toBeGreaterThanOrEqual(Date.parse(at));
     expect(JSON.parse(hit.body)).toEqual({ report: 'nightly' });
-    expect(hit.headers['authorization']).toBe('Bearer s3cr3t');
+    expect(hit.headers.authorization).toBe('Bearer s3cr3t');
     expect(hit.headers['webhook-id']).toBe(runs[0].runId);
 
     // Standard Webhooks with the tenant's secret, and Chime-Signature with the published JWKS (jwt_keys, a reference table).
     expect(() => new Webhook(tenant.signingSecret).verify(hit.body, hit.headers as Record<string, string>)).not.toThrow();
     const jwks = createRemoteJWKSet(new URL(`${chime.url}/.well-known/jwks.json`));
-    const { payload } = await jwtVerify(hit.headers['chime-signature'] as string, jwks, { issuer: 'chime', subject: `${receiver.url}/ok/once` });
+    const { payload } = await jwtVerify(hit.headers['chime-signature'] as string, jwks, {
+      issuer: 'chime',
+      subject: `${receiver.url}/ok/once`,
+    });
     expect(payload.body).toBe(createHash('sha256').update(hit.body).digest('base64url'));
 
     const detail = await tenant.api.get(`/v1/runs/${runs[0].runId}`);

@@ -5,19 +5,20 @@
  * which Citus sends to every node) fails here, and with it the live worker's tenants' outcomes while any worker is down.
  * The stopped worker's bucket fails, and only it.
  */
+
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 import { PAUSED_REASON } from '../../src/domain/events.ts';
 import { shardOf } from '../../src/domain/shard.ts';
-import { createJob } from '../../src/store/jobs.ts';
 import { query } from '../../src/store/db.ts';
+import { createJob } from '../../src/store/jobs.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { finishRuns } from '../../src/store/queue/finish-runs.ts';
 import { reapExpiredLeases } from '../../src/store/queue/reap-leases.ts';
 import { renewLeases } from '../../src/store/queue/renew-leases.ts';
-import { sql } from 'drizzle-orm';
 import { CITUS_TESTS } from '../support/citus.ts';
-import { createTestTenantIn, FAILED_500, openTestStore, T0, testJobSpec, testOutcome, type TestStore } from '../support/store.ts';
-import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
+import { createTestTenantIn, FAILED_500, openTestStore, T0, type TestStore, testJobSpec, testOutcome } from '../support/store.ts';
 
 describe.runIf(CITUS_TESTS)('one Citus worker down', () => {
   let store: TestStore;
@@ -39,7 +40,14 @@ describe.runIf(CITUS_TESTS)('one Citus worker down', () => {
     down = placed.get(stopped)!;
     // On the live worker: a job that succeeds, one that fails and pauses (pauseAfterFailures 1), one left to the reaper.
     await createJob(store.ctx, live, testJobSpec(T0), T0);
-    pausing = (await createJob(store.ctx, live, { ...testJobSpec(T0, { schedule: { type: 'interval', everyMs: 60_000 } }), pauseAfterFailures: 1 }, T0)).id;
+    pausing = (
+      await createJob(
+        store.ctx,
+        live,
+        { ...testJobSpec(T0, { schedule: { type: 'interval', everyMs: 60_000 } }), pauseAfterFailures: 1 },
+        T0,
+      )
+    ).id;
     await createJob(store.ctx, live, testJobSpec(T0), T0);
     await createJob(store.ctx, down, testJobSpec(T0), T0);
     await store.cluster!.killNode(stopped);
@@ -63,7 +71,10 @@ describe.runIf(CITUS_TESTS)('one Citus worker down', () => {
     const [ok, left] = claimed.filter((r) => r !== failing) as [ClaimedRun, ClaimedRun];
     const recorded = await finishRuns(db, 'A', [testOutcome(ok), testOutcome(failing, FAILED_500)]);
     expect([...recorded].sort()).toEqual([ok.runId, failing.runId].sort());
-    const [job] = await query<{ status: string; paused_reason: string }>(db, sql`select status, paused_reason from jobs where shard = ${failing.shard} and id = ${failing.jobId}`);
+    const [job] = await query<{ status: string; paused_reason: string }>(
+      db,
+      sql`select status, paused_reason from jobs where shard = ${failing.shard} and id = ${failing.jobId}`,
+    );
     expect(job).toEqual({ status: 'paused', paused_reason: PAUSED_REASON.consecutiveFailures });
 
     expect(await reapExpiredLeases(db, T0 + 60_000, undefined, onBucketError)).toBe(1);

@@ -14,11 +14,11 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/domain/shard.ts';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { CITUS_TESTS, startCitusCluster, type CitusCluster } from '../support/citus.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { CITUS_TESTS, type CitusCluster, startCitusCluster } from '../support/citus.ts';
 import { TEST_ENCRYPTION_KEY } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 
 if (!CITUS_TESTS) console.warn('test/citus: skipped, CHIME_TEST_CITUS is not 1 (set it to start a Citus cluster with ../shared/citus)');
 
@@ -65,7 +65,11 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
       select tenant_id = any(${onCrashed}::uuid[]) as crashed, status, lease_owner is not null as leased, count(*)::int as n
       from runs group by 1, 2, 3 order by 1, 2, 3`.catch((e: Error) => `runs unreadable: ${e.message}`);
     const logs = processes.map((p, i) => {
-      const lines = p.output().split('\n').filter((l) => /"level":(4|5|6)0/.test(l)).slice(-40);
+      const lines = p
+        .output()
+        .split('\n')
+        .filter((l) => /"level":(4|5|6)0/.test(l))
+        .slice(-40);
       return `--- process ${i} (${p.child.exitCode === null ? 'running' : `exited ${p.child.exitCode}`})\n${lines.join('\n')}`;
     });
     return `runs (crashed worker's tenants?, status, leased, count): ${JSON.stringify(runs)}\n${logs.join('\n')}`;
@@ -96,7 +100,9 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
       payload: { mark },
     });
     for (const t of tenants) {
-      const jobs = Array.from({ length: RUNS_PER_TENANT }, (_, i) => job(`${t.tenantId}/${i}`, FIRST_DUE_MS + Math.round((i * SPREAD_MS) / RUNS_PER_TENANT)));
+      const jobs = Array.from({ length: RUNS_PER_TENANT }, (_, i) =>
+        job(`${t.tenantId}/${i}`, FIRST_DUE_MS + Math.round((i * SPREAD_MS) / RUNS_PER_TENANT)),
+      );
       const res = await t.api.post('/v1/jobs/batch', { jobs });
       expect(res.status).toBe(200);
       expect(res.body.results.every((r: { status: number }) => r.status === 201)).toBe(true);
@@ -133,7 +139,10 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
     // The tenants on the live worker were served while the other was down.
     const servedDuringOutage = receiver.received.filter((r) => r.at >= crashedAt && r.at < restartedAt).map((r) => markOf(r.body));
     for (const t of tenants.filter((p) => p.port === survivor)) {
-      expect(servedDuringOutage.filter((m) => m.startsWith(t.tenantId)).length, `callbacks of ${t.tenantId} during the outage`).toBeGreaterThan(0);
+      expect(
+        servedDuringOutage.filter((m) => m.startsWith(t.tenantId)).length,
+        `callbacks of ${t.tenantId} during the outage`,
+      ).toBeGreaterThan(0);
     }
 
     await eventually(
@@ -150,7 +159,9 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
     // The database agrees: every run final and succeeded; a duplicate only where a lease expired.
     await eventually(
       async () => {
-        const [row] = await admin<{ open: number }[]>`select count(*)::int as open from runs where status not in ('succeeded', 'failed', 'expired', 'canceled')`;
+        const [row] = await admin<
+          { open: number }[]
+        >`select count(*)::int as open from runs where status not in ('succeeded', 'failed', 'expired', 'canceled')`;
         return row!.open === 0;
       },
       { timeoutMs: 60_000, what: 'every run to be final' },

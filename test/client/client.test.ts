@@ -4,11 +4,20 @@
  * as ChimeError, idempotency keys, and the bounded retries of 429/503 (a fetch wrapper that answers in the server's
  * stead, and the real per-tenant rate limit).
  */
+
+import {
+  type ChimeClient,
+  ChimeError,
+  createChimeClient,
+  type FetchLike,
+  type JobInput,
+  parseRetryAfter,
+  type RetryOptions,
+} from '@chime/client';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChimeError, createChimeClient, parseRetryAfter, type ChimeClient, type FetchLike, type JobInput, type RetryOptions } from '@chime/client';
-import { startTestApp, type TestApp } from '../support/app.ts';
 import type { TestTenant } from '../support/api.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
 import { ADMIN_TOKEN } from '../support/chime-process.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 
@@ -44,10 +53,18 @@ function recordingFetch(): { fetch: FetchLike; requests: Request[] } {
 }
 
 const problemResponse = (status: number, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify({ type: `urn:chime:problem:${status === 429 ? 'rate_limited' : 'unavailable'}`, title: 'busy', status, detail: 'try later' }), {
-    status,
-    headers: { 'content-type': 'application/problem+json', ...headers },
-  });
+  new Response(
+    JSON.stringify({
+      type: `urn:chime:problem:${status === 429 ? 'rate_limited' : 'unavailable'}`,
+      title: 'busy',
+      status,
+      detail: 'try later',
+    }),
+    {
+      status,
+      headers: { 'content-type': 'application/problem+json', ...headers },
+    },
+  );
 
 describe.each(DATABASE_TARGETS)('@chime/client over HTTP ($kind)', (target) => {
   let app: TestApp;
@@ -102,7 +119,10 @@ describe.each(DATABASE_TARGETS)('@chime/client over HTTP ($kind)', (target) => {
   it('jobs.get, getByKey, upsertByKey (created, then replaced) and update', async () => {
     const up = await client.jobs.upsertByKey('report:eu', jobBody({ name: 'v1' }));
     expect(up).toMatchObject({ key: 'report:eu', name: 'v1', status: 'active' });
-    const replaced = await client.jobs.upsertByKey('report:eu', jobBody({ name: 'v2', schedule: { type: 'cron', expression: '0 9 * * *' } }));
+    const replaced = await client.jobs.upsertByKey(
+      'report:eu',
+      jobBody({ name: 'v2', schedule: { type: 'cron', expression: '0 9 * * *' } }),
+    );
     expect(replaced.jobId).toBe(up.jobId);
     expect(replaced.schedule).toMatchObject({ type: 'cron', expression: '0 9 * * *' });
     expect(await client.jobs.get(up.jobId)).toMatchObject({ jobId: up.jobId, name: 'v2' });
@@ -114,7 +134,8 @@ describe.each(DATABASE_TARGETS)('@chime/client over HTTP ($kind)', (target) => {
 
   it('jobs.list iterates every page, with filters (status, q, metadata) and a small limit', async () => {
     const made = [];
-    for (let i = 0; i < 7; i++) made.push((await client.jobs.create(jobBody({ name: `page job ${i}`, metadata: { batch: 'paging' } }))).jobId);
+    for (let i = 0; i < 7; i++)
+      made.push((await client.jobs.create(jobBody({ name: `page job ${i}`, metadata: { batch: 'paging' } }))).jobId);
     const other = await client.jobs.create(jobBody({ name: 'page job other', metadata: { batch: 'other' } }));
 
     const rec = recordingFetch();
@@ -129,7 +150,8 @@ describe.each(DATABASE_TARGETS)('@chime/client over HTTP ($kind)', (target) => {
     expect(new URL(rec.requests[1]!.url).searchParams.get('cursor')).toMatch(UUID);
 
     const pages = [];
-    for await (const page of client.jobs.list({ q: 'page job', metadata: { batch: 'paging' }, limit: 3 }).pages()) pages.push(page.items.length);
+    for await (const page of client.jobs.list({ q: 'page job', metadata: { batch: 'paging' }, limit: 3 }).pages())
+      pages.push(page.items.length);
     expect(pages).toEqual([3, 3, 1]);
     expect((await client.jobs.list({ q: 'PAGE JOB O' }).toArray()).map((j) => j.jobId)).toEqual([other.jobId]);
     expect(await client.jobs.list({ metadata: { batch: 'paging' } }).toArray(2)).toHaveLength(2);
@@ -248,7 +270,11 @@ describe.each(DATABASE_TARGETS)('@chime/client over HTTP ($kind)', (target) => {
   });
 
   it('notification endpoints: create, list, deliveries, delete', async () => {
-    const endpoint = await client.notificationEndpoints.create({ url: 'http://127.0.0.1:9/events', events: ['run.failed', 'job.paused'], description: 'ops' });
+    const endpoint = await client.notificationEndpoints.create({
+      url: 'http://127.0.0.1:9/events',
+      events: ['run.failed', 'job.paused'],
+      description: 'ops',
+    });
     expect(endpoint).toMatchObject({ url: 'http://127.0.0.1:9/events', events: ['run.failed', 'job.paused'], description: 'ops' });
     expect((await client.notificationEndpoints.list()).map((e) => e.endpointId)).toContain(endpoint.endpointId);
     expect(await client.notificationEndpoints.deliveries(endpoint.endpointId, { limit: 5 }).toArray()).toEqual([]);
@@ -263,7 +289,12 @@ describe.each(DATABASE_TARGETS)('@chime/client over HTTP ($kind)', (target) => {
     const err = await chimeError(
       client.jobs.create({ ...jobBody(), schedule: { type: 'cron', expression: '' }, shedule: 1 } as unknown as JobInput),
     );
-    expect(err).toMatchObject({ status: 400, type: 'urn:chime:problem:validation', title: 'The request is invalid', operation: 'POST /v1/jobs' });
+    expect(err).toMatchObject({
+      status: 400,
+      type: 'urn:chime:problem:validation',
+      title: 'The request is invalid',
+      operation: 'POST /v1/jobs',
+    });
     expect(err.errors.map((e) => e.path).sort()).toEqual(['schedule.expression', 'shedule']);
     expect(err.detail).toContain('schedule.expression');
     expect(err.problem).toMatchObject({ status: 400, errors: err.errors });
@@ -368,7 +399,9 @@ describe('@chime/client retries', () => {
     expect(keys[0]).toMatch(UUID);
     expect(keys[1]).toBe(keys[0]);
     expect(await s.requests[1]!.text()).toBe(await s.requests[0]!.text());
-    const all = await createChimeClient({ baseUrl, apiKey: tenant.apiKey }).jobs.list({ metadata: { retried: 'create' } }).toArray();
+    const all = await createChimeClient({ baseUrl, apiKey: tenant.apiKey })
+      .jobs.list({ metadata: { retried: 'create' } })
+      .toArray();
     expect(all.map((j) => j.jobId)).toEqual([job.jobId]);
   });
 
@@ -395,7 +428,10 @@ describe('@chime/client retries', () => {
     for (const [method, call] of cases) {
       const s = scripted([503, 429]);
       await call(s.client);
-      expect(s.requests.map((r) => r.method), method).toEqual([method, method, method]);
+      expect(
+        s.requests.map((r) => r.method),
+        method,
+      ).toEqual([method, method, method]);
     }
   });
 
@@ -414,7 +450,10 @@ describe('@chime/client retries', () => {
 
   it('retry options: retry: false, and maxRetries', async () => {
     let n = 0;
-    const always503: FetchLike = async () => (n++, problemResponse(503, { 'retry-after': '0' }));
+    const always503: FetchLike = async () => {
+      n++;
+      return problemResponse(503, { 'retry-after': '0' });
+    };
     expect((await chimeError(createChimeClient({ baseUrl, apiKey: 'k', fetch: always503, retry: false }).tenant())).status).toBe(503);
     expect(n).toBe(1);
     n = 0;
@@ -452,7 +491,8 @@ describe('@chime/client retries', () => {
   });
 
   it('a non-problem error body still becomes a ChimeError', async () => {
-    const html: FetchLike = async () => new Response('<html>Bad gateway</html>', { status: 502, statusText: 'Bad Gateway', headers: { 'content-type': 'text/html' } });
+    const html: FetchLike = async () =>
+      new Response('<html>Bad gateway</html>', { status: 502, statusText: 'Bad Gateway', headers: { 'content-type': 'text/html' } });
     const err = await chimeError(createChimeClient({ baseUrl, apiKey: 'k', fetch: html }).tenant());
     expect(err).toMatchObject({ status: 502, type: 'about:blank', title: 'Bad Gateway', detail: '<html>Bad gateway</html>', errors: [] });
   });

@@ -12,7 +12,10 @@ describe('@chime/client generated types', () => {
   it('match the OpenAPI document the app serves now', async () => {
     let committed: string;
     [fresh, committed] = await Promise.all([generateSchema(), readFile(SCHEMA_FILE, 'utf8').catch(() => '')]);
-    expect(committed, `packages/client/src/schema.ts is out of date with /openapi.json: run \`${GENERATE_COMMAND}\` from the repository root`).toBe(fresh);
+    expect(
+      committed,
+      `packages/client/src/schema.ts is out of date with /openapi.json: run \`${GENERATE_COMMAND}\` from the repository root`,
+    ).toBe(fresh);
   });
 
   it('are deterministic: another app, generated again, gives the same text', async () => {

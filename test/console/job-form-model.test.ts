@@ -5,8 +5,15 @@
  * the API's error paths mapped to the fields.
  */
 import { describe, expect, it } from 'vitest';
-import { bodyOfForm, changedFields, parseTime, scheduleOfForm, type JobBodyDraft } from '../../src/console/app/job-form/form-body.ts';
-import { blankForm, fieldOfPath, formFromJob, sortFieldErrors, visibleFields, type FormState } from '../../src/console/app/job-form/form-model.ts';
+import { bodyOfForm, changedFields, type JobBodyDraft, parseTime, scheduleOfForm } from '../../src/console/app/job-form/form-body.ts';
+import {
+  blankForm,
+  type FormState,
+  fieldOfPath,
+  formFromJob,
+  sortFieldErrors,
+  visibleFields,
+} from '../../src/console/app/job-form/form-model.ts';
 import type { Job } from '../../src/console/app/types.ts';
 
 const LA = 'America/Los_Angeles';
@@ -22,7 +29,14 @@ function job(over: Partial<Job>): Job {
     pauseAfterFailures: 3,
     consecutiveFailures: 0,
     schedule: { type: 'cron', expression: '0 9 * * 1-5', timezone: 'Europe/Paris' },
-    callback: { url: 'https://example.com/hook', method: 'PUT', headers: { 'X-Team': 'ops', 'X-Env': 'prod' }, hasAuthToken: true, successStatusCodes: ['2xx', 304], timeoutMs: 5000 },
+    callback: {
+      url: 'https://example.com/hook',
+      method: 'PUT',
+      headers: { 'X-Team': 'ops', 'X-Env': 'prod' },
+      hasAuthToken: true,
+      successStatusCodes: ['2xx', 304],
+      timeoutMs: 5000,
+    },
     payload: { report: 'daily', n: 2 },
     retry: { strategy: 'linear', maxAttempts: 3, initialDelayMs: 2000, maxDelayMs: 60_000, multiplier: 2, jitter: false },
     relevancyWindowMs: 90_000,
@@ -63,13 +77,21 @@ function bodyOf(j: Job): JobBodyDraft {
 /** One row per schedule kind: the stored schedule, and what the form shows of it on Los Angeles' wall clock. */
 const KINDS: { kind: string; schedule: Job['schedule']; shown: Partial<FormState> }[] = [
   { kind: 'once', schedule: { type: 'once', at: '2026-12-01T17:00:30.000Z' }, shown: { type: 'once', at: '2026-12-01T09:00' } },
-  { kind: 'delay', schedule: { type: 'delay', delayMs: 90_000, at: '2026-12-01T17:00:00.000Z' } as Job['schedule'], shown: { type: 'delay', delay: '90' } },
+  {
+    kind: 'delay',
+    schedule: { type: 'delay', delayMs: 90_000, at: '2026-12-01T17:00:00.000Z' } as Job['schedule'],
+    shown: { type: 'delay', delay: '90' },
+  },
   {
     kind: 'interval',
     schedule: { type: 'interval', everyMs: 1_800_000, startAt: '2026-07-01T16:00:00.000Z', endAt: '2026-07-02T16:00:00.000Z' },
     shown: { type: 'interval', every: '1800', start: '2026-07-01T09:00', end: '2026-07-02T09:00' },
   },
-  { kind: 'interval, open-ended', schedule: { type: 'interval', everyMs: 500 }, shown: { type: 'interval', every: '0.5', start: '', end: '' } },
+  {
+    kind: 'interval, open-ended',
+    schedule: { type: 'interval', everyMs: 500 },
+    shown: { type: 'interval', every: '0.5', start: '', end: '' },
+  },
   {
     kind: 'dates',
     schedule: { type: 'dates', dates: ['2026-12-01T17:00:00.000Z', '2030-06-01T10:00:00.000Z'] },
@@ -77,10 +99,20 @@ const KINDS: { kind: string; schedule: Job['schedule']; shown: Partial<FormState
   },
   {
     kind: 'cron in a zone, with a span',
-    schedule: { type: 'cron', expression: '0 9 * * 1-5', timezone: 'Asia/Kolkata', startAt: '2026-03-08T10:30:00.000Z', endAt: '2027-01-01T08:00:00.000Z' },
+    schedule: {
+      type: 'cron',
+      expression: '0 9 * * 1-5',
+      timezone: 'Asia/Kolkata',
+      startAt: '2026-03-08T10:30:00.000Z',
+      endAt: '2027-01-01T08:00:00.000Z',
+    },
     shown: { type: 'cron', expr: '0 9 * * 1-5', tz: 'Asia/Kolkata', start: '2026-03-08T03:30', end: '2027-01-01T00:00' },
   },
-  { kind: 'cron in UTC', schedule: { type: 'cron', expression: '@hourly', timezone: 'UTC' }, shown: { type: 'cron', expr: '@hourly', tz: 'UTC' } },
+  {
+    kind: 'cron in UTC',
+    schedule: { type: 'cron', expression: '@hourly', timezone: 'UTC' },
+    shown: { type: 'cron', expr: '@hourly', tz: 'UTC' },
+  },
 ];
 
 describe('the job form ⇄ the job body, for every schedule kind', () => {
@@ -88,7 +120,14 @@ describe('the job form ⇄ the job body, for every schedule kind', () => {
     const j = job({ schedule });
     const { form, exact } = formFromJob(j, LA);
     expect(form).toMatchObject(shown);
-    expect(form).toMatchObject({ url: 'https://example.com/hook', method: 'PUT', headers: 'X-Team: ops\nX-Env: prod', codes: '2xx, 304', metadata: 'team=ops\nenv=prod', token: '' });
+    expect(form).toMatchObject({
+      url: 'https://example.com/hook',
+      method: 'PUT',
+      headers: 'X-Team: ops\nX-Env: prod',
+      codes: '2xx, 304',
+      metadata: 'team=ops\nenv=prod',
+      token: '',
+    });
     const { body, errors } = bodyOfForm(form, { zone: LA, edit: false, exact });
     expect(errors).toEqual({});
     expect(body).toEqual(bodyOf(j));
@@ -99,14 +138,17 @@ describe('the job form ⇄ the job body, for every schedule kind', () => {
     const before = bodyOfForm(form, { zone: LA, edit: true, exact }).body;
     expect(changedFields(bodyOfForm(form, { zone: LA, edit: true, exact }).body, before)).toEqual({});
     const renamed = bodyOfForm({ ...form, name: 'weekly report', token: 's3cret' }, { zone: LA, edit: true, exact }).body;
-    expect(changedFields(renamed, before)).toEqual({ name: 'weekly report', callback: { ...(before['callback'] as object), authToken: 's3cret' } });
+    expect(changedFields(renamed, before)).toEqual({
+      name: 'weekly report',
+      callback: { ...(before.callback as object), authToken: 's3cret' },
+    });
   });
 
   it.each(KINDS)('$kind: the same job seen from another zone gives back the same instants', ({ schedule }) => {
     const j = job({ schedule });
     for (const zone of ['Europe/Kyiv', 'Asia/Kolkata', 'Pacific/Chatham', 'UTC']) {
       const { form, exact } = formFromJob(j, zone);
-      expect(bodyOfForm(form, { zone, edit: false, exact }).body['schedule'], zone).toEqual(bodyOf(j)['schedule']);
+      expect(bodyOfForm(form, { zone, edit: false, exact }).body.schedule, zone).toEqual(bodyOf(j).schedule);
     }
   });
 
@@ -164,14 +206,30 @@ describe('what the form cannot read, beside its field', () => {
   it.each<[string, Partial<FormState>, Record<string, string>]>([
     ['a cron schedule without an expression', { type: 'cron', expr: ' ' }, { expr: 'enter a cron expression, such as 0 9 * * *' }],
     ['a one-off without a time', { type: 'once', at: '' }, { at: 'enter a date and time' }],
-    ['an interval of words', { type: 'interval', every: 'often', start: 'soon' }, { every: 'enter a number', start: 'not a date and time' }],
-    ['a date list with a bad line', { type: 'dates', dates: '2026-12-01T09:00\n\nnext week' }, { dates: 'line 3: "next week" is not a date and time' }],
+    [
+      'an interval of words',
+      { type: 'interval', every: 'often', start: 'soon' },
+      { every: 'enter a number', start: 'not a date and time' },
+    ],
+    [
+      'a date list with a bad line',
+      { type: 'dates', dates: '2026-12-01T09:00\n\nnext week' },
+      { dates: 'line 3: "next week" is not a date and time' },
+    ],
     ['an empty date list', { type: 'dates', dates: '\n' }, { dates: 'enter at least one date and time' }],
     ['a header without a colon', { headers: 'X-Team ops' }, { headers: 'line 1: expected "Name: value"' }],
     ['metadata without =', { metadata: 'team=ops\nenv' }, { metadata: 'line 2: expected "key=value"' }],
     ['a status code of words', { codes: '2xx, ok' }, { codes: '"ok" is neither a status code nor a class such as 2xx' }],
-    ['a fractional timeout and attempts', { timeout: '1.5', attempts: '2.5' }, { timeout: 'enter a whole number', attempts: 'enter a whole number' }],
-    ['a payload that is not JSON', { payload: '{ report: 1 }' }, { payload: expect.stringMatching(/^not valid JSON: /) as unknown as string }],
+    [
+      'a fractional timeout and attempts',
+      { timeout: '1.5', attempts: '2.5' },
+      { timeout: 'enter a whole number', attempts: 'enter a whole number' },
+    ],
+    [
+      'a payload that is not JSON',
+      { payload: '{ report: 1 }' },
+      { payload: expect.stringMatching(/^not valid JSON: /) as unknown as string },
+    ],
   ])('%s', (_, change, errors) => {
     expect(bodyOfForm({ ...base, ...change }, { zone: LA, edit: false }).errors).toEqual(errors);
   });

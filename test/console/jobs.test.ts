@@ -7,7 +7,20 @@
 import { describe, expect, it } from 'vitest';
 import { focused, localDateTime } from '../support/browser.ts';
 import { eventually } from '../support/eventually.ts';
-import { BROWSER, DATABASE_TARGETS, hourIn, jobRow, listedJobs, listedRuns, loaded, newestFirst, RESPONSE_MARKUP, sortedColumn, useHarness, YEARLY } from './support.ts';
+import {
+  BROWSER,
+  DATABASE_TARGETS,
+  hourIn,
+  jobRow,
+  listedJobs,
+  listedRuns,
+  loaded,
+  newestFirst,
+  RESPONSE_MARKUP,
+  sortedColumn,
+  useHarness,
+  YEARLY,
+} from './support.ts';
 
 describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind: jobs', (target) => {
   const h = useHarness(target);
@@ -57,8 +70,18 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
         fill: () => page.getByLabel('At', { exact: true }).fill(at.text),
         schedule: { type: 'once', at: at.iso },
         occurrences: [at.iso],
-        form: { 'Retry strategy': 'fixed', 'Max attempts': '2', 'Initial delay (ms)': '5000', 'Relevancy window (seconds)': '90', 'Delivery mode': 'at-most-once' },
-        expected: { retry: { strategy: 'fixed', maxAttempts: 2, initialDelayMs: 5000 }, relevancyWindowMs: 90_000, deliveryMode: 'at-most-once' },
+        form: {
+          'Retry strategy': 'fixed',
+          'Max attempts': '2',
+          'Initial delay (ms)': '5000',
+          'Relevancy window (seconds)': '90',
+          'Delivery mode': 'at-most-once',
+        },
+        expected: {
+          retry: { strategy: 'fixed', maxAttempts: 2, initialDelayMs: 5000 },
+          relevancyWindowMs: 90_000,
+          deliveryMode: 'at-most-once',
+        },
       },
       {
         type: 'delay',
@@ -76,16 +99,37 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
         },
         schedule: { type: 'interval', everyMs: 1_800_000, startAt: start.iso, endAt: end.iso },
         occurrences: [0, 1, 2, 3, 4].map((i) => new Date(Date.parse(start.iso) + i * 1_800_000).toISOString()),
-        form: { 'Retry strategy': 'linear', 'Max attempts': '3', 'Initial delay (ms)': '2000', 'Max delay (ms)': '60000', 'Relevancy window (seconds)': '600', 'Delivery mode': 'at-most-once' },
-        expected: { retry: { strategy: 'linear', maxAttempts: 3, initialDelayMs: 2000, maxDelayMs: 60_000 }, relevancyWindowMs: 600_000, deliveryMode: 'at-most-once' },
+        form: {
+          'Retry strategy': 'linear',
+          'Max attempts': '3',
+          'Initial delay (ms)': '2000',
+          'Max delay (ms)': '60000',
+          'Relevancy window (seconds)': '600',
+          'Delivery mode': 'at-most-once',
+        },
+        expected: {
+          retry: { strategy: 'linear', maxAttempts: 3, initialDelayMs: 2000, maxDelayMs: 60_000 },
+          relevancyWindowMs: 600_000,
+          deliveryMode: 'at-most-once',
+        },
       },
       {
         type: 'dates',
         fill: () => page.getByLabel('Dates (one per line)', { exact: true }).fill(`${day.text}\n2030-06-01T12:00:00+02:00`),
         schedule: { type: 'dates', dates: [day.iso, '2030-06-01T10:00:00.000Z'] },
         occurrences: [day.iso, '2030-06-01T10:00:00.000Z'],
-        form: { 'Retry strategy': 'exponential', 'Max attempts': '7', 'Initial delay (ms)': '500', 'Max delay (ms)': '120000', 'Relevancy window (seconds)': '30' },
-        expected: { retry: { strategy: 'exponential', maxAttempts: 7, initialDelayMs: 500, maxDelayMs: 120_000, multiplier: 2 }, relevancyWindowMs: 30_000, deliveryMode: 'at-least-once' },
+        form: {
+          'Retry strategy': 'exponential',
+          'Max attempts': '7',
+          'Initial delay (ms)': '500',
+          'Max delay (ms)': '120000',
+          'Relevancy window (seconds)': '30',
+        },
+        expected: {
+          retry: { strategy: 'exponential', maxAttempts: 7, initialDelayMs: 500, maxDelayMs: 120_000, multiplier: 2 },
+          relevancyWindowMs: 30_000,
+          deliveryMode: 'at-least-once',
+        },
       },
     ];
     for (const kind of kinds) {
@@ -114,7 +158,11 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
       await page.getByRole('heading', { name: `form ${kind.type}` }).waitFor();
       const job = (await h.a.api.get(`/v1/jobs/${page.url().split('/').pop()}`)).body;
       expect(job.schedule, kind.type).toMatchObject(kind.schedule);
-      expect(job, kind.type).toMatchObject({ status: 'active', callback: { url: `${h.receiver.url}/form-${kind.type}` }, ...kind.expected });
+      expect(job, kind.type).toMatchObject({
+        status: 'active',
+        callback: { url: `${h.receiver.url}/form-${kind.type}` },
+        ...kind.expected,
+      });
     }
   });
 
@@ -136,10 +184,17 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
       callback: { url: `${h.receiver.url}/ok` },
       metadata: { team: 'ops', env: 'prod' },
     });
-    const sweep = await h.makeJob(c, { name: 'paused sweep', schedule: { type: 'interval', everyMs: 1_800_000 }, callback: { url: `${h.receiver.url}/ok` } });
+    const sweep = await h.makeJob(c, {
+      name: 'paused sweep',
+      schedule: { type: 'interval', everyMs: 1_800_000 },
+      callback: { url: `${h.receiver.url}/ok` },
+    });
     expect((await c.api.request('PATCH', `/v1/jobs/${sweep}`, { paused: true })).status).toBe(200);
     const once = { schedule: YEARLY, retry: { strategy: 'none' } };
-    const [okJob, failingJob] = [await h.makeJob(c, { name: 'ok once', ...once, callback: { url: `${h.receiver.url}/ok` } }), await h.makeJob(c, { name: 'failing once', ...once, callback: { url: `${h.receiver.url}/fail` } })];
+    const [okJob, failingJob] = [
+      await h.makeJob(c, { name: 'ok once', ...once, callback: { url: `${h.receiver.url}/ok` } }),
+      await h.makeJob(c, { name: 'failing once', ...once, callback: { url: `${h.receiver.url}/fail` } }),
+    ];
     const [, failedRun] = await Promise.all([h.triggered(c, okJob, 'succeeded'), h.triggered(c, failingJob, 'failed')]);
     const all = [...filler.map((f) => f.name), 'nightly backup', 'paused sweep', 'ok once', 'failing once'].sort();
 
@@ -160,7 +215,9 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     expect(await cells('nightly backup').nth(2).textContent()).toBe('Every day at 09:00 (Europe/Berlin)');
     expect(await cells('paused sweep').nth(2).textContent()).toMatch(/^Every 30 minutes from /);
     expect(await cells('paused sweep').nth(1).textContent()).toBe('paused');
-    expect(await cells('nightly backup').nth(3).locator('time').getAttribute('datetime')).toBe((await c.api.get(`/v1/jobs/${backup}`)).body.nextRunAt);
+    expect(await cells('nightly backup').nth(3).locator('time').getAttribute('datetime')).toBe(
+      (await c.api.get(`/v1/jobs/${backup}`)).body.nextRunAt,
+    );
     await expect.poll(() => cells('ok once').nth(4).textContent()).toBe('succeeded');
     await expect.poll(() => cells('failing once').nth(4).textContent()).toBe('failed');
     await expect.poll(() => cells('nightly backup').nth(4).textContent()).toBe('—');
@@ -199,7 +256,9 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     const metadata = page.getByLabel('Metadata', { exact: true });
     await metadata.fill('team=ops');
     await metadata.press('Enter');
-    await expect.poll(() => listedJobs(page)).toEqual([...filler.filter((f) => f.metadata.team === 'ops').map((f) => f.name), 'nightly backup'].sort());
+    await expect
+      .poll(() => listedJobs(page))
+      .toEqual([...filler.filter((f) => f.metadata.team === 'ops').map((f) => f.name), 'nightly backup'].sort());
     await metadata.fill('team=ops, env=prod');
     await metadata.press('Enter');
     await expect.poll(() => listedJobs(page)).toEqual(['nightly backup']);
@@ -216,7 +275,11 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
   });
 
   it("edits a job: the API's field errors beside the fields, a valid change saved; cancel asks first", async () => {
-    const jobId = await h.makeJob(h.a, { name: 'edit me', schedule: { type: 'cron', expression: '0 8 * * *' }, callback: { url: `${h.receiver.url}/report` } });
+    const jobId = await h.makeJob(h.a, {
+      name: 'edit me',
+      schedule: { type: 'cron', expression: '0 8 * * *' },
+      callback: { url: `${h.receiver.url}/report` },
+    });
     const page = await h.newPage();
     await h.signIn(page, h.a, `/console/jobs/${jobId}`);
     await page.getByRole('link', { name: 'Edit' }).click();
@@ -227,7 +290,9 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     const urlProblem = await h.a.api.request('PATCH', `/v1/jobs/${jobId}`, { callback: { url: 'not a url' } });
     expect(urlProblem.status).toBe(400);
     const urlMessage = urlProblem.body.errors.find((e: { path: string }) => e.path === 'callback.url').message as string;
-    const cronProblem = await h.a.api.post('/v1/schedules/preview', { schedule: { type: 'cron', expression: '61 * * * *', timezone: 'UTC' } });
+    const cronProblem = await h.a.api.post('/v1/schedules/preview', {
+      schedule: { type: 'cron', expression: '61 * * * *', timezone: 'UTC' },
+    });
     expect(cronProblem.status).toBe(400);
     const cronMessage = cronProblem.body.errors.find((e: { path: string }) => e.path === 'schedule.expression').message as string;
 
@@ -246,7 +311,11 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     await page.getByRole('button', { name: 'Save changes' }).click();
     await page.getByText('Not saved: see the messages above.').waitFor();
     await expect.poll(() => page.locator('#f-expr-error').textContent()).toBe(cronMessage);
-    expect((await h.a.api.get(`/v1/jobs/${jobId}`)).body).toMatchObject({ name: 'edit me', schedule: { expression: '0 8 * * *' }, callback: { url: `${h.receiver.url}/report` } });
+    expect((await h.a.api.get(`/v1/jobs/${jobId}`)).body).toMatchObject({
+      name: 'edit me',
+      schedule: { expression: '0 8 * * *' },
+      callback: { url: `${h.receiver.url}/report` },
+    });
     // Corrected, it is saved.
     await url.fill(`${h.receiver.url}/edited`);
     await expect.poll(() => page.locator('#f-url-error').count()).toBe(0);
@@ -257,7 +326,11 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     await page.waitForURL(new RegExp(`/console/jobs/${jobId}$`));
     await page.getByRole('heading', { name: 'edited job' }).waitFor();
     const saved = (await h.a.api.get(`/v1/jobs/${jobId}`)).body;
-    expect(saved).toMatchObject({ name: 'edited job', schedule: { type: 'cron', expression: '30 6 * * 1' }, callback: { url: `${h.receiver.url}/edited` } });
+    expect(saved).toMatchObject({
+      name: 'edited job',
+      schedule: { type: 'cron', expression: '30 6 * * 1' },
+      callback: { url: `${h.receiver.url}/edited` },
+    });
     expect(hourIn(saved.nextRunAt, 'UTC')).toBe(6);
 
     // Cancel asks first: the first click only asks, "Keep" keeps it; only the confirmation cancels.

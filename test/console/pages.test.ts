@@ -5,8 +5,8 @@
  * without sideways scrolling and without a table cut off; the usage chart with its legend.
  */
 import { request as httpRequest } from 'node:http';
-import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { consoleFirstVisitBrotliBytes, consoleFirstVisitGzipBytes } from '../../src/console/build.ts';
 import { loadWebAssets } from '../../src/console/load-node.ts';
 import { apiClient } from '../support/api.ts';
@@ -36,16 +36,35 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
   let made: Promise<{ jobId: string; runId: string }> | undefined;
   const fixtures = () =>
     (made ??= (async () => {
-      const jobId = await h.makeJob(h.a, { name: 'Paris morning report', schedule: { type: 'cron', expression: '0 9 * * 1-5', timezone: 'Europe/Paris' }, callback: { url: `${h.receiver.url}/report` } });
+      const jobId = await h.makeJob(h.a, {
+        name: 'Paris morning report',
+        schedule: { type: 'cron', expression: '0 9 * * 1-5', timezone: 'Europe/Paris' },
+        callback: { url: `${h.receiver.url}/report` },
+      });
       const runId = await h.triggered(h.a, jobId, 'succeeded');
-      const failing = await h.makeJob(h.a, { name: 'failing export', schedule: YEARLY, callback: { url: `${h.receiver.url}/fail` }, retry: { strategy: 'none' } });
+      const failing = await h.makeJob(h.a, {
+        name: 'failing export',
+        schedule: YEARLY,
+        callback: { url: `${h.receiver.url}/fail` },
+        retry: { strategy: 'none' },
+      });
       await h.triggered(h.a, failing, 'failed');
       return { jobId, runId };
     })());
   /** The paths of every page of the console, for A's cron job and its run. */
   const consolePaths = async () => {
     const { jobId, runId } = await fixtures();
-    return ['/console/jobs', `/console/jobs/${jobId}`, `/console/jobs/${jobId}/edit`, '/console/jobs/new', '/console/runs', `/console/runs/${runId}`, '/console/dead-letters', '/console/keys', '/console/usage'];
+    return [
+      '/console/jobs',
+      `/console/jobs/${jobId}`,
+      `/console/jobs/${jobId}/edit`,
+      '/console/jobs/new',
+      '/console/runs',
+      `/console/runs/${runId}`,
+      '/console/dead-letters',
+      '/console/keys',
+      '/console/usage',
+    ];
   };
 
   it('/docs: Swagger UI lists every operation, loading only what it needs, compressed, from this origin, nothing refused by the CSP', async () => {
@@ -58,8 +77,14 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     const operations = Object.values(spec.paths).reduce((n, item) => n + Object.keys(item).filter((m) => methods.has(m)).length, 0);
     expect(operations).toBeGreaterThan(20);
     await expect.poll(() => page.locator('.opblock').count(), { timeout: 15_000 }).toBe(operations);
-    await page.locator('.opblock-summary-path', { hasText: /^\/v1\/jobs$/ }).first().waitFor();
-    await page.locator('.opblock-summary-path', { hasText: /^\/v1\/usage$/ }).first().waitFor();
+    await page
+      .locator('.opblock-summary-path', { hasText: /^\/v1\/jobs$/ })
+      .first()
+      .waitFor();
+    await page
+      .locator('.opblock-summary-path', { hasText: /^\/v1\/usage$/ })
+      .first()
+      .waitFor();
     const log = h.logOf(page);
     expect(log.requests).toContain(`${h.url}/openapi.json`);
     // Only what it needs: its page, Swagger UI's script and stylesheet, its start script and the API document; each
@@ -147,7 +172,12 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     const table = page.getByRole('table', { name: 'Runs per day' });
     await expect.poll(() => table.getByRole('row').count()).toBe(15);
     // The legend names the four outcomes, in the order they stack, and nothing else (no "Day: —", no empty values).
-    expect(await page.getByRole('list', { name: 'Legend' }).getByRole('listitem').allTextContents()).toEqual(['Succeeded', 'Failed', 'Expired', 'Skipped']);
+    expect(await page.getByRole('list', { name: 'Legend' }).getByRole('listitem').allTextContents()).toEqual([
+      'Succeeded',
+      'Failed',
+      'Expired',
+      'Skipped',
+    ]);
     expect(await page.locator('figure.chart').getByText(/—|Day/).count()).toBe(0);
     await h.shot(page, 'usage');
   });
@@ -168,7 +198,7 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     for (const url of mine) {
       const r = await rawGet(url, 'gzip');
       expect(r.headers['content-encoding'], url).toBe('gzip');
-      expect(r.headers['vary'], url).toBe('Accept-Encoding');
+      expect(r.headers.vary, url).toBe('Accept-Encoding');
       gzipped += r.bytes;
     }
     expect(gzipped).toBe(consoleFirstVisitGzipBytes(assets));
@@ -188,7 +218,9 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
       const width = await page.evaluate(
         (src) =>
           new Promise<number>((done) => {
-            const img = new (globalThis as unknown as { Image: new () => { src: string; naturalWidth: number; onload: () => void; onerror: () => void } }).Image();
+            const img = new (
+              globalThis as unknown as { Image: new () => { src: string; naturalWidth: number; onload: () => void; onerror: () => void } }
+            ).Image();
             img.onload = () => done(img.naturalWidth);
             img.onerror = () => done(0);
             img.src = src;
@@ -230,7 +262,7 @@ async function recordTransfers(page: Page): Promise<Transfer[]> {
       const response = await request.response();
       const sizes = await request.sizes();
       const headers = response ? await response.allHeaders() : {};
-      out.push({ url: request.url(), encoding: headers['content-encoding'], vary: headers['vary'], bytes: sizes.responseBodySize });
+      out.push({ url: request.url(), encoding: headers['content-encoding'], vary: headers.vary, bytes: sizes.responseBodySize });
     })().catch(() => undefined); // the page closed first: nothing left to record
   });
   return out;
@@ -243,16 +275,27 @@ async function recordTransfers(page: Page): Promise<Transfer[]> {
 function cutCells(page: Page): Promise<string[]> {
   return page.evaluate(() => {
     type Box = { left: number; right: number; width: number };
-    type El = { className: string; textContent: string | null; scrollWidth: number; clientWidth: number; getBoundingClientRect(): Box; querySelector(s: string): El | null };
-    const doc = (globalThis as unknown as { document: { documentElement: { clientWidth: number }; querySelectorAll(s: string): Iterable<El> } }).document;
+    type El = {
+      className: string;
+      textContent: string | null;
+      scrollWidth: number;
+      clientWidth: number;
+      getBoundingClientRect(): Box;
+      querySelector(s: string): El | null;
+    };
+    const doc = (
+      globalThis as unknown as { document: { documentElement: { clientWidth: number }; querySelectorAll(s: string): Iterable<El> } }
+    ).document;
     const width = doc.documentElement.clientWidth;
     const cut: string[] = [];
     for (const wrap of doc.querySelectorAll('main .table-wrap')) {
-      if (wrap.scrollWidth > wrap.clientWidth + 1) cut.push(`table.${wrap.querySelector('table')?.className}: ${wrap.scrollWidth} px wide in ${wrap.clientWidth}`);
+      if (wrap.scrollWidth > wrap.clientWidth + 1)
+        cut.push(`table.${wrap.querySelector('table')?.className}: ${wrap.scrollWidth} px wide in ${wrap.clientWidth}`);
     }
     for (const cell of doc.querySelectorAll('main table tbody td, main table tbody th')) {
       const box = cell.getBoundingClientRect();
-      if (box.width > 0 && (box.left < -1 || box.right > width + 1)) cut.push(`"${cell.textContent?.trim().slice(0, 30)}" at ${Math.round(box.left)}..${Math.round(box.right)}`);
+      if (box.width > 0 && (box.left < -1 || box.right > width + 1))
+        cut.push(`"${cell.textContent?.trim().slice(0, 30)}" at ${Math.round(box.left)}..${Math.round(box.right)}`);
     }
     return cut;
   });

@@ -6,16 +6,33 @@
  * the usage cards.
  */
 import { describe, expect, it } from 'vitest';
+import type { TestTenant } from '../support/api.ts';
 import { localDateTime } from '../support/browser.ts';
 import { eventually } from '../support/eventually.ts';
-import { BROWSER, card, DATABASE_TARGETS, fact, jobRow, listedRuns, loaded, newestFirst, sortedColumn, useHarness, YEARLY } from './support.ts';
-import type { TestTenant } from '../support/api.ts';
+import {
+  BROWSER,
+  card,
+  DATABASE_TARGETS,
+  fact,
+  jobRow,
+  listedRuns,
+  loaded,
+  newestFirst,
+  sortedColumn,
+  useHarness,
+  YEARLY,
+} from './support.ts';
 
 describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind: runs', (target) => {
   const h = useHarness(target);
   /** A's cron job at 09:00 in Paris on weekdays (made once, through the API). */
   let cron: Promise<string> | undefined;
-  const cronJob = () => (cron ??= h.makeJob(h.a, { name: 'Paris morning report', schedule: { type: 'cron', expression: '0 9 * * 1-5', timezone: 'Europe/Paris' }, callback: { url: `${h.receiver.url}/report` } }));
+  const cronJob = () =>
+    (cron ??= h.makeJob(h.a, {
+      name: 'Paris morning report',
+      schedule: { type: 'cron', expression: '0 9 * * 1-5', timezone: 'Europe/Paris' },
+      callback: { url: `${h.receiver.url}/report` },
+    }));
 
   it('triggers the job: the receiver gets the callback and the run shows its attempt', async () => {
     const page = await h.newPage();
@@ -36,11 +53,22 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
   });
 
   it('a failing receiver makes a dead letter; replayed from the console, it succeeds', async () => {
-    const made = await h.a.api.post('/v1/jobs', { name: 'flaky export', schedule: { type: 'delay', delayMs: 0 }, callback: { url: `${h.receiver.url}/flaky` }, retry: { strategy: 'none' } });
-    expect(made.status).toBe(201);
-    const deadRunId = await eventually(async () => (await h.a.api.get('/v1/dead-letters')).body.runs.find((r: { jobId: string }) => r.jobId === made.body.jobId)?.runId as string | undefined, {
-      what: 'the dead letter',
+    const made = await h.a.api.post('/v1/jobs', {
+      name: 'flaky export',
+      schedule: { type: 'delay', delayMs: 0 },
+      callback: { url: `${h.receiver.url}/flaky` },
+      retry: { strategy: 'none' },
     });
+    expect(made.status).toBe(201);
+    const deadRunId = await eventually(
+      async () =>
+        (await h.a.api.get('/v1/dead-letters')).body.runs.find((r: { jobId: string }) => r.jobId === made.body.jobId)?.runId as
+          | string
+          | undefined,
+      {
+        what: 'the dead letter',
+      },
+    );
     const page = await h.newPage();
     await h.signIn(page, h.a);
     await page.getByRole('link', { name: 'Dead letters' }).first().click();
@@ -51,7 +79,10 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     h.heal();
     await row.getByRole('button', { name: 'Replay' }).click();
     const replay = await eventually(
-      async () => (await h.a.api.get(`/v1/jobs/${made.body.jobId}/runs`)).body.runs.find((r: { trigger: string; status: string }) => r.trigger === 'replay' && r.status === 'succeeded'),
+      async () =>
+        (await h.a.api.get(`/v1/jobs/${made.body.jobId}/runs`)).body.runs.find(
+          (r: { trigger: string; status: string }) => r.trigger === 'replay' && r.status === 'succeeded',
+        ),
       { what: 'the replay to succeed' },
     );
     await page.goto(`${h.url}/console/runs/${replay.runId}`);
@@ -77,7 +108,13 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
 
   it("dead letters: replays the selected, all of a job's, and from the job page; dismisses one; the banner goes when none is left", async () => {
     const t = await h.tenant('Tenant D');
-    const job = (path: string) => h.makeJob(t, { name: `export ${path}`, schedule: YEARLY, callback: { url: `${h.receiver.url}${path}` }, retry: { strategy: 'none' } });
+    const job = (path: string) =>
+      h.makeJob(t, {
+        name: `export ${path}`,
+        schedule: YEARLY,
+        callback: { url: `${h.receiver.url}${path}` },
+        retry: { strategy: 'none' },
+      });
     for (const path of ['/dl-x', '/dl-y', '/dl-z']) h.down.add(path);
     const [x, y, z] = [await job('/dl-x'), await job('/dl-y'), await job('/dl-z')];
     const runs = await Promise.all([x, x, x, y, y, z].map((jobId) => h.triggered(t, jobId, 'failed')));
@@ -87,7 +124,10 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     /** Waits until `jobId` has `n` replays that succeeded. */
     const replaysSucceeded = (jobId: string, n: number) =>
       eventually(
-        async () => ((await t.api.get(`/v1/jobs/${jobId}/runs`)).body.runs as { trigger: string; status: string }[]).filter((r) => r.trigger === 'replay' && r.status === 'succeeded').length === n,
+        async () =>
+          ((await t.api.get(`/v1/jobs/${jobId}/runs`)).body.runs as { trigger: string; status: string }[]).filter(
+            (r) => r.trigger === 'replay' && r.status === 'succeeded',
+          ).length === n,
         { what: `${n} replays of ${jobId} to succeed` },
       );
 
@@ -151,8 +191,16 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     (feed ??= (async () => {
       const r = await h.tenant('Tenant R');
       const ok = await h.makeJob(r, { name: 'feed ok', schedule: YEARLY, callback: { url: `${h.receiver.url}/ok` } });
-      const failing = await h.makeJob(r, { name: 'feed failing', schedule: YEARLY, callback: { url: `${h.receiver.url}/fail` }, retry: { strategy: 'none' } });
-      const [failedRun, ...okRuns] = await Promise.all([h.triggered(r, failing, 'failed'), ...[1, 2, 3].map(() => h.triggered(r, ok, 'succeeded'))]);
+      const failing = await h.makeJob(r, {
+        name: 'feed failing',
+        schedule: YEARLY,
+        callback: { url: `${h.receiver.url}/fail` },
+        retry: { strategy: 'none' },
+      });
+      const [failedRun, ...okRuns] = await Promise.all([
+        h.triggered(r, failing, 'failed'),
+        ...[1, 2, 3].map(() => h.triggered(r, ok, 'succeeded')),
+      ]);
       okRuns.sort();
       expect((await r.api.request('PATCH', `/v1/jobs/${failing}`, { paused: true })).status).toBe(200);
       return { r, ok, failing, okRuns, failedRun };
@@ -161,7 +209,8 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
   it('filters the runs feed by status, job and a span of scheduled times', async () => {
     const { r, ok, okRuns, failedRun } = await feedTenant();
     /** The runs the API lists for `query`, sorted. */
-    const apiRuns = async (query: string) => ((await r.api.get(`/v1/runs?${query}`)).body.runs as { runId: string }[]).map((x) => x.runId).sort();
+    const apiRuns = async (query: string) =>
+      ((await r.api.get(`/v1/runs?${query}`)).body.runs as { runId: string }[]).map((x) => x.runId).sort();
     const page = await h.newPage();
     await h.signIn(page, r, '/console/runs');
     await page.getByRole('heading', { name: 'Runs' }).waitFor();
@@ -220,7 +269,12 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     expect(await card(page, 'Fire lag p99')).toMatch(/ ms$/);
     // The table's columns add up to the same runs: 3 succeeded, 1 failed, 4 attempts.
     const days = page.getByRole('table', { name: 'Runs per day' }).locator('tbody tr');
-    const totals = await days.evaluateAll((rows) => rows.reduce((sum: number[], row) => sum.map((n: number, i: number) => n + Number(row.querySelectorAll('td')[i]!.textContent)), [0, 0, 0, 0, 0]));
+    const totals = await days.evaluateAll((rows) =>
+      rows.reduce(
+        (sum: number[], row) => sum.map((n: number, i: number) => n + Number(row.querySelectorAll('td')[i]!.textContent)),
+        [0, 0, 0, 0, 0],
+      ),
+    );
     expect(totals).toEqual([3, 1, 0, 0, 4]);
   });
 
@@ -231,8 +285,18 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     const yearly = await h.makeJob(t, { name: 'order yearly', schedule: YEARLY, callback: { url: `${h.receiver.url}/ok` } });
     await h.triggered(t, yearly, 'succeeded');
     // A run that retries fails after a run created later that fails at once: creation is not the order of failure.
-    const retrying = await h.makeJob(t, { name: 'order slow', schedule: YEARLY, callback: { url: `${h.receiver.url}/fail` }, retry: { strategy: 'fixed', maxAttempts: 2, initialDelayMs: 2000, jitter: false } });
-    const atOnce = await h.makeJob(t, { name: 'order fast', schedule: YEARLY, callback: { url: `${h.receiver.url}/fail` }, retry: { strategy: 'none' } });
+    const retrying = await h.makeJob(t, {
+      name: 'order slow',
+      schedule: YEARLY,
+      callback: { url: `${h.receiver.url}/fail` },
+      retry: { strategy: 'fixed', maxAttempts: 2, initialDelayMs: 2000, jitter: false },
+    });
+    const atOnce = await h.makeJob(t, {
+      name: 'order fast',
+      schedule: YEARLY,
+      callback: { url: `${h.receiver.url}/fail` },
+      retry: { strategy: 'none' },
+    });
     const slow = (await t.api.post(`/v1/jobs/${retrying}/trigger`)).body.runId as string;
     await h.triggered(t, atOnce, 'failed');
     expect(await h.finalStatus(t, slow)).toBe('failed');
@@ -246,7 +310,8 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
       expect(newestFirst(order.times), `${what}: ${order.times}`).toBe(true);
       expect(await table.locator('caption').textContent(), what).toMatch(/^Newest first, by when each run was created/);
     };
-    const scheduled = () => page.locator('main table td.when time').evaluateAll((els) => els.map((e) => Date.parse(e.getAttribute('datetime')!)));
+    const scheduled = () =>
+      page.locator('main table td.when time').evaluateAll((els) => els.map((e) => Date.parse(e.getAttribute('datetime')!)));
     await h.signIn(page, t, '/console/runs');
     await check('runs feed');
     expect(newestFirst(await scheduled()), 'the scheduled times are not the order').toBe(false);
@@ -262,7 +327,12 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
 
   it('a one-off whose only run failed says so; the last run counts manual runs, the last scheduled run says it does not', async () => {
     const t = await h.tenant('Tenant F');
-    const once = await h.makeJob(t, { name: 'one-off export', schedule: { type: 'delay', delayMs: 0 }, callback: { url: `${h.receiver.url}/fail` }, retry: { strategy: 'none' } });
+    const once = await h.makeJob(t, {
+      name: 'one-off export',
+      schedule: { type: 'delay', delayMs: 0 },
+      callback: { url: `${h.receiver.url}/fail` },
+      retry: { strategy: 'none' },
+    });
     await eventually(async () => (await t.api.get(`/v1/jobs/${once}`)).body.status === 'completed', { what: 'the one-off to complete' });
     await eventually(async () => (await t.api.get(`/v1/jobs/${once}/runs`)).body.runs[0]?.status === 'failed', { what: 'its run to fail' });
     const page = await h.newPage();
@@ -277,7 +347,12 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     const manual = await h.triggered(t, yearly, 'succeeded');
     await page.goto(`${h.url}/console/jobs/${yearly}`);
     await expect.poll(() => fact(page, /^Last run$/)).toMatch(/^succeeded .+ \(manual\)$/);
-    expect(await page.locator('dl.facts').getByRole('link', { name: /P[SD]T/ }).getAttribute('href')).toBe(`/console/runs/${manual}`);
+    expect(
+      await page
+        .locator('dl.facts')
+        .getByRole('link', { name: /P[SD]T/ })
+        .getAttribute('href'),
+    ).toBe(`/console/runs/${manual}`);
     expect(await fact(page, 'Last scheduled run')).toBe("— (the schedule's own; manual runs and replays are not counted)");
     expect(await fact(page, 'Status')).toBe('active');
   });

@@ -4,8 +4,9 @@
  * that it signs the tab out, and does; an expired key refused and a tab whose key is revoked signed out; tenant B
  * seeing none of A's jobs; the signing secret's rotation and copy button.
  */
-import { describe, expect, it } from 'vitest';
+
 import { Webhook } from 'standardwebhooks';
+import { describe, expect, it } from 'vitest';
 import { apiClient } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { BROWSER, DATABASE_TARGETS, DAY_MS, loaded, useHarness, YEARLY } from './support.ts';
@@ -26,7 +27,9 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     expect(await page.getByText('Tenant A').count()).toBeGreaterThan(0);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API key').waitFor();
-    expect(await page.evaluate(() => Object.keys((globalThis as unknown as { sessionStorage: Record<string, string> }).sessionStorage).length)).toBe(0);
+    expect(
+      await page.evaluate(() => Object.keys((globalThis as unknown as { sessionStorage: Record<string, string> }).sessionStorage).length),
+    ).toBe(0);
   });
 
   it('creates an API key shown once, revokes it: listed as revoked from then on, and it can no longer sign in', async () => {
@@ -49,7 +52,9 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     expect(await row.getByRole('button', { name: 'Revoke' }).count()).toBe(0);
     await page.reload();
     await loaded(page);
-    await expect.poll(() => page.getByRole('row').filter({ hasText: 'laptop' }).getByRole('cell').nth(5).textContent()).toMatch(/^revoked /);
+    await expect
+      .poll(() => page.getByRole('row').filter({ hasText: 'laptop' }).getByRole('cell').nth(5).textContent())
+      .toMatch(/^revoked /);
     const other = await h.newPage();
     await other.goto(`${h.url}/console`);
     await other.getByLabel('API key').fill(key);
@@ -113,7 +118,9 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     await loaded(page);
     expect((await h.a.api.request('DELETE', `/v1/api-keys/${other.body.keyId}`)).status).toBe(204);
     await page.getByRole('link', { name: 'Runs', exact: true }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toBe('Signed out: this API key is no longer accepted (revoked or expired).');
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toBe('Signed out: this API key is no longer accepted (revoked or expired).');
     await page.getByLabel('API key').waitFor();
     expect(await page.evaluate('Object.keys(sessionStorage).length')).toBe(0);
   });

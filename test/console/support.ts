@@ -5,14 +5,15 @@
  * passes (same-origin requests only, no CSP refusal, no page error, no dialog), and the helpers that read the pages.
  * Without a Chromium on the machine the files skip, saying so (CI installs one).
  */
-import { afterAll, afterEach, beforeAll, expect, vi } from 'vitest';
+
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, expect, vi } from 'vitest';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
-import { chromePath, launchBrowser, openPage, screenshot, type PageLog } from '../support/browser.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { freshDatabase, type DatabaseTarget, type FreshDatabase } from '../support/databases.ts';
+import { chromePath, launchBrowser, openPage, type PageLog, screenshot } from '../support/browser.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { type DatabaseTarget, type FreshDatabase, freshDatabase } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 
 export { DATABASE_TARGETS } from '../support/databases.ts';
 
@@ -36,7 +37,8 @@ export const PHONE = { width: 390, height: 844 };
 const FINAL = ['succeeded', 'failed', 'expired', 'canceled', 'skipped'];
 
 /** The hour of `iso` on the wall clock of `timeZone`. */
-export const hourIn = (iso: string, timeZone: string) => Number(new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', hourCycle: 'h23' }).format(new Date(iso)));
+export const hourIn = (iso: string, timeZone: string) =>
+  Number(new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', hourCycle: 'h23' }).format(new Date(iso)));
 
 /** One file's service, receiver, tenants and browser, and what its tests do with them. */
 export type Harness = {
@@ -114,7 +116,10 @@ export function useHarness(target: DatabaseTarget): Harness {
       const foreign = log.requests.filter((u) => !u.startsWith(`${chime.url}/`));
       expect(foreign, 'requests to another origin').toEqual([]);
       // A 401 or 404 the app handles still logs "Failed to load resource"; anything else is a real error.
-      expect(log.errors.filter((e) => !e.includes('Failed to load resource')), 'page errors').toEqual([]);
+      expect(
+        log.errors.filter((e) => !e.includes('Failed to load resource')),
+        'page errors',
+      ).toEqual([]);
       expect(log.dialogs, 'dialogs').toEqual([]);
       await context.close();
     }
@@ -187,9 +192,14 @@ export function useHarness(target: DatabaseTarget): Harness {
 export const listedRuns = (page: Page) =>
   page.locator('main table tbody tr td.when a').evaluateAll((links) => links.map((l) => l.getAttribute('href')!.split('/').pop()!).sort());
 /** The names of the jobs the job list shows, sorted. */
-export const listedJobs = (page: Page) => page.locator('table.jobs-table tbody tr td:first-child a').allTextContents().then((names) => names.sort());
+export const listedJobs = (page: Page) =>
+  page
+    .locator('table.jobs-table tbody tr td:first-child a')
+    .allTextContents()
+    .then((names) => names.sort());
 /** The row of the job named `name` in the job list. */
-export const jobRow = (page: Page, name: string) => page.locator('table.jobs-table tbody tr').filter({ has: page.getByRole('link', { name, exact: true }) });
+export const jobRow = (page: Page, name: string) =>
+  page.locator('table.jobs-table tbody tr').filter({ has: page.getByRole('link', { name, exact: true }) });
 /** The text of a card of the usage page. */
 export const card = (page: Page, label: string) =>
   page
@@ -212,7 +222,10 @@ export async function loaded(page: Page): Promise<void> {
  * The instants of the column a table says it is sorted by (`aria-sort`), top to bottom, and that column's header.
  * @throws when no column of the table is marked as sorted
  */
-export async function sortedColumn(page: Page, table = page.locator('main table').first()): Promise<{ header: string; sort: string; times: number[] }> {
+export async function sortedColumn(
+  page: Page,
+  table = page.locator('main table').first(),
+): Promise<{ header: string; sort: string; times: number[] }> {
   return table.evaluate((t) => {
     const headers = [...t.querySelectorAll('thead th')];
     const i = headers.findIndex((th) => th.getAttribute('aria-sort'));

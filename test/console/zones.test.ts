@@ -9,7 +9,8 @@ import { BROWSER, DATABASE_TARGETS, fact, hourIn, loaded, USER_ZONE, useHarness 
 /** An instant on the viewer's clock in Los Angeles, named: "Nov 27, 2026, 12:00:00 AM PST" (or PDT). */
 const LA_TIME = /^[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d{2}:\d{2} [AP]M P[SD]T$/;
 /** The same, followed by the instant at 09:00 on Paris' clock. */
-const LA_AND_PARIS_9 = /^[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:00:00 [AP]M P[SD]T \([A-Z][a-z]{2} \d{1,2}, \d{4}, 9:00:00 AM Europe\/Paris\)$/;
+const LA_AND_PARIS_9 =
+  /^[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:00:00 [AP]M P[SD]T \([A-Z][a-z]{2} \d{1,2}, \d{4}, 9:00:00 AM Europe\/Paris\)$/;
 
 describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind: time zones', (target) => {
   const h = useHarness(target);
@@ -35,9 +36,12 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     await page.getByLabel('Cron expression', { exact: true }).fill('0 9 * * 1-5');
     await page.getByLabel('Time zone', { exact: true }).selectOption('Europe/Paris');
     await expect.poll(() => page.getByRole('list', { name: 'Next occurrences' }).getByRole('listitem').count()).toBe(10);
-    for (const text of await page.getByRole('list', { name: 'Next occurrences' }).getByRole('listitem').allTextContents()) expect(text).toMatch(LA_AND_PARIS_9);
+    for (const text of await page.getByRole('list', { name: 'Next occurrences' }).getByRole('listitem').allTextContents())
+      expect(text).toMatch(LA_AND_PARIS_9);
     await h.shot(page, 'job-form-zones');
-    expect(await page.locator('#f-start').locator('xpath=following-sibling::small[1]').textContent()).toBe(`Optional, in your time zone (${USER_ZONE})`);
+    expect(await page.locator('#f-start').locator('xpath=following-sibling::small[1]').textContent()).toBe(
+      `Optional, in your time zone (${USER_ZONE})`,
+    );
     await page.getByLabel('Schedule type', { exact: true }).selectOption('once');
     expect(await page.locator('#f-at').locator('xpath=following-sibling::small[1]').textContent()).toBe(`In your time zone (${USER_ZONE})`);
 
@@ -60,7 +64,9 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     const zone = page.getByLabel('Time zone', { exact: true });
     expect(await zone.inputValue()).toBe(USER_ZONE);
     const names = await zone.locator('option').allTextContents();
-    expect(names).toEqual(expect.arrayContaining(['UTC', 'Asia/Kolkata', 'Europe/Kyiv', 'Asia/Ho_Chi_Minh', 'America/Nuuk', 'Europe/Paris']));
+    expect(names).toEqual(
+      expect.arrayContaining(['UTC', 'Asia/Kolkata', 'Europe/Kyiv', 'Asia/Ho_Chi_Minh', 'America/Nuuk', 'Europe/Paris']),
+    );
     for (const old of ['Asia/Calcutta', 'Europe/Kiev', 'Asia/Saigon', 'America/Godthab']) expect(names).not.toContain(old);
     // A job in Kyiv, by its current name.
     await page.getByLabel('Name', { exact: true }).fill('Kyiv morning');
@@ -77,7 +83,9 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     const india = await h.newPage({ timezoneId: 'Asia/Kolkata' });
     await h.signIn(india, h.a, '/console/jobs/new');
     expect(await india.getByLabel('Time zone', { exact: true }).inputValue()).toBe('Asia/Kolkata');
-    expect(await india.locator('#f-start').locator('xpath=following-sibling::small[1]').textContent()).toBe('Optional, in your time zone (Asia/Kolkata)');
+    expect(await india.locator('#f-start').locator('xpath=following-sibling::small[1]').textContent()).toBe(
+      'Optional, in your time zone (Asia/Kolkata)',
+    );
   });
 
   it('saved a screenshot of every page it shows', () => {

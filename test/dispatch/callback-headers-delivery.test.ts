@@ -6,20 +6,21 @@
  * and `fetch` (`createFetchDeliver`, the Workers path, here Node's global fetch). Last, undici itself on its own:
  * whatever name or value it refuses to send, or sends altered, the rule refuses too.
  */
-import { ManualClock } from '../../src/domain/clock.ts';
-import fc from 'fast-check';
+
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { errors as undiciErrors, request, type Agent } from 'undici';
+import fc from 'fast-check';
+import { type Agent, request, errors as undiciErrors } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { performAttempt } from '../../src/dispatch/attempt.ts';
 import { buildCallbackRequest } from '../../src/dispatch/callback-request.ts';
 import { createCallbackAgent, createDeliver, type Deliver } from '../../src/dispatch/deliver.ts';
 import type { Keyring } from '../../src/dispatch/keyring.ts';
 import { callbackHeaderIssue, callbackHeadersIssues, HEADER_NAME_PATTERN } from '../../src/domain/callback-headers.ts';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
+import { ManualClock } from '../../src/domain/clock.ts';
 import { resolveRetryPolicy } from '../../src/domain/retry.ts';
 import { createFetchDeliver } from '../../src/worker/fetch-deliver.ts';
-import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 
 const NOW = Date.UTC(2030, 0, 1);
 const USER_AGENT = 'chime/test';
@@ -171,11 +172,11 @@ describe('callback headers on the wire', () => {
     });
   }
 
-  it('undici also sends the headers Node\'s fetch would alter exactly as given', async () => {
+  it("undici also sends the headers Node's fetch would alter exactly as given", async () => {
     expectSentAsGiven(await send(senders[0]!.deliver, NODE_FETCH_ALTERS), NODE_FETCH_ALTERS, 'undici');
   });
 
-  it('leaves out every stored header the rule refuses, and the attempt succeeds with Chime\'s own headers', async () => {
+  it("leaves out every stored header the rule refuses, and the attempt succeeds with Chime's own headers", async () => {
     const stored = {
       'X-Team': 'ops',
       Expect: '100-continue',
@@ -225,8 +226,27 @@ describe('callback headers on the wire', () => {
   /** Header names: reserved-looking ones (which the rule must sort right) and random tokens. */
   const headerName = fc.oneof(
     fc.constantFrom(
-      'Expect', 'Host', 'Content-Length', 'Content-Type', 'User-Agent', 'Connection', 'Keep-Alive', 'Proxy-Connection', 'Transfer-Encoding',
-      'TE', 'Trailer', 'Upgrade', 'Webhook-Id', 'Chime-X', 'Authorization', 'Accept', 'Accept-Encoding', 'Cookie', 'Tee', 'Expected', 'X-Host',
+      'Expect',
+      'Host',
+      'Content-Length',
+      'Content-Type',
+      'User-Agent',
+      'Connection',
+      'Keep-Alive',
+      'Proxy-Connection',
+      'Transfer-Encoding',
+      'TE',
+      'Trailer',
+      'Upgrade',
+      'Webhook-Id',
+      'Chime-X',
+      'Authorization',
+      'Accept',
+      'Accept-Encoding',
+      'Cookie',
+      'Tee',
+      'Expected',
+      'X-Host',
     ),
     fc.stringMatching(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,24}$/),
   );
@@ -238,13 +258,11 @@ describe('callback headers on the wire', () => {
     { weight: 1, arbitrary: fc.string({ unit: 'grapheme', maxLength: 6 }) },
   );
   /** Up to 20 candidate headers, kept only where the rule accepts them (what registration would have stored). */
-  const acceptedHeaders = fc
-    .array(fc.tuple(headerName, headerValue), { maxLength: 20 })
-    .map((pairs) => {
-      const headers = Object.fromEntries(pairs.filter(([name]) => name !== '__proto__'));
-      const refused = new Set(callbackHeadersIssues(headers).map((i) => i.name));
-      return Object.fromEntries(Object.entries(headers).filter(([name]) => !refused.has(name)));
-    });
+  const acceptedHeaders = fc.array(fc.tuple(headerName, headerValue), { maxLength: 20 }).map((pairs) => {
+    const headers = Object.fromEntries(pairs.filter(([name]) => name !== '__proto__'));
+    const refused = new Set(callbackHeadersIssues(headers).map((i) => i.name));
+    return Object.fromEntries(Object.entries(headers).filter(([name]) => !refused.has(name)));
+  });
 
   for (const sender of ['undici', 'fetch'] as const) {
     it(`${sender} sends random accepted headers exactly as given`, async () => {
@@ -262,8 +280,19 @@ describe('callback headers on the wire', () => {
     // Candidates: the names undici treats specially, and every 8-bit character (plus a few beyond) inside a value,
     // first and last. Sent with undici's own `request`, without Chime's filter in between.
     const candidates: [string, string][] = [
-      ...['expect', 'Expect', 'connection', 'keep-alive', 'upgrade', 'transfer-encoding', 'content-length', 'host', 'content-type', 'te', 'trailer']
-        .map((name): [string, string] => [name, name === 'content-length' ? 'x' : 'y']),
+      ...[
+        'expect',
+        'Expect',
+        'connection',
+        'keep-alive',
+        'upgrade',
+        'transfer-encoding',
+        'content-length',
+        'host',
+        'content-type',
+        'te',
+        'trailer',
+      ].map((name): [string, string] => [name, name === 'content-length' ? 'x' : 'y']),
       ['Connection', 'a b'],
     ];
     for (let c = 0; c <= 0xff; c++) {
@@ -294,11 +323,26 @@ describe('callback headers on the wire', () => {
     expect(wronglyAccepted).toEqual([]);
     // Not vacuous: undici does refuse these, and a receiver does strip these.
     const refusedExpected: [string, string][] = [
-      ['expect', 'y'], ['upgrade', 'y'], ['transfer-encoding', 'y'], ['keep-alive', 'y'], ['content-length', 'x'], ['Connection', 'a b'],
-      ['X-Mid', 'a\x7fb'], ['X-Mid', 'a\0b'], ['X-Mid', 'a\rb'], ['X-Mid', 'a\nb'], ['X-Mid', 'a\x01b'], ['X-Wide', 'a🙂b'],
+      ['expect', 'y'],
+      ['upgrade', 'y'],
+      ['transfer-encoding', 'y'],
+      ['keep-alive', 'y'],
+      ['content-length', 'x'],
+      ['Connection', 'a b'],
+      ['X-Mid', 'a\x7fb'],
+      ['X-Mid', 'a\0b'],
+      ['X-Mid', 'a\rb'],
+      ['X-Mid', 'a\nb'],
+      ['X-Mid', 'a\x01b'],
+      ['X-Wide', 'a🙂b'],
     ];
     for (const [name, value] of refusedExpected) expect(refusedByUndici).toContain(fmt(name, value));
-    for (const [name, value] of [['connection', 'y'], ['X-End', 'a '], ['X-Start', '\tb']] as const) expect(alteredByUndici).toContain(fmt(name, value));
+    for (const [name, value] of [
+      ['connection', 'y'],
+      ['X-End', 'a '],
+      ['X-Start', '\tb'],
+    ] as const)
+      expect(alteredByUndici).toContain(fmt(name, value));
   });
 
   it('the rule accepts only RFC 9110 token names (what undici checks names against)', () => {

@@ -11,16 +11,23 @@
  * when a test ticks the clock past them, or when woken.
  */
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/domain/clock.ts';
-import { Rotation, type BucketDue } from '../../src/domain/fair-share.ts';
-import { claimBatch, claimWaitMs, CONTENDED_SLEEP_MS, createClaimPacer, type ClaimPacer, type ClaimPacerDeps } from '../../src/dispatch/engine/claim-pacer.ts';
+import {
+  type ClaimPacer,
+  type ClaimPacerDeps,
+  CONTENDED_SLEEP_MS,
+  claimBatch,
+  claimWaitMs,
+  createClaimPacer,
+} from '../../src/dispatch/engine/claim-pacer.ts';
 import { Wakeup } from '../../src/dispatch/engine/wakeup.ts';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
+import { ManualClock } from '../../src/domain/clock.ts';
+import { type BucketDue, Rotation } from '../../src/domain/fair-share.ts';
 import type { Db } from '../../src/store/db.ts';
 import type { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { claimed, ids, isSettled, noDb, settle } from '../support/engine.ts';
 import { recordingLogger } from '../support/logger.ts';
 import { T0 } from '../support/store.ts';
-import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 
 /** The part of a run queue the pacer uses, with `free` set by the test. */
 function fakeQueue(free: number, saturated: string[] = []) {
@@ -59,7 +66,10 @@ type ClaimArgs = Parameters<typeof claimRuns>[1];
  * Fake store reads for the pacer: each claim and due-bucket read is logged in `events`, in order; `claims` answers
  * each claim (by call number, from 1), `due` each read.
  */
-function fakeStore(claims: (args: ClaimArgs, call: number) => ClaimedRun[] | Promise<ClaimedRun[]>, due: (call: number) => BucketDue[] = () => []) {
+function fakeStore(
+  claims: (args: ClaimArgs, call: number) => ClaimedRun[] | Promise<ClaimedRun[]>,
+  due: (call: number) => BucketDue[] = () => [],
+) {
   const events: string[] = [];
   const claimCalls: ClaimArgs[] = [];
   let dueCalls = 0;
@@ -116,7 +126,7 @@ describe('claimBatch', () => {
 
   it('passes owner, limit, now, horizon, margin, skipped destinations and the Rotation given, and returns every run claimed', async () => {
     const clock = new ManualClock(T0);
-    const s = fakeStore((args, call) => (call === 1 ? batch(1, 3) : batch(4, 1)));
+    const s = fakeStore((_args, call) => (call === 1 ? batch(1, 3) : batch(4, 1)));
     const observed: number[] = [];
     const deps = depsOf(clock, s.store, (sec) => observed.push(sec));
     const rotation = new Rotation();
@@ -124,8 +134,22 @@ describe('claimBatch', () => {
     clock.advance(1_000);
     expect(ids(await claimBatch(deps, { limit: 3, horizonMs: 0, rotation, skipDestinations: ['https://a.example'] }))).toEqual(['r4']);
     expect(s.claimCalls).toHaveLength(2);
-    expect(s.claimCalls[0]).toMatchObject({ owner: 'owner-1', limit: 5, nowMs: T0, horizonMs: 250, leaseMarginMs: 5_000, skipDestinations: [] });
-    expect(s.claimCalls[1]).toMatchObject({ owner: 'owner-1', limit: 3, nowMs: T0 + 1_000, horizonMs: 0, leaseMarginMs: 5_000, skipDestinations: ['https://a.example'] });
+    expect(s.claimCalls[0]).toMatchObject({
+      owner: 'owner-1',
+      limit: 5,
+      nowMs: T0,
+      horizonMs: 250,
+      leaseMarginMs: 5_000,
+      skipDestinations: [],
+    });
+    expect(s.claimCalls[1]).toMatchObject({
+      owner: 'owner-1',
+      limit: 3,
+      nowMs: T0 + 1_000,
+      horizonMs: 0,
+      leaseMarginMs: 5_000,
+      skipDestinations: ['https://a.example'],
+    });
     expect(s.claimCalls[0]!.rotation).toBe(rotation);
     expect(s.claimCalls[1]!.rotation).toBe(rotation);
     expect(observed).toEqual([0, 0]);
@@ -134,7 +158,10 @@ describe('claimBatch', () => {
   it('reads the due buckets for its claim unless it is given them', async () => {
     const read: BucketDue[] = [{ shard: 1, dueAtMs: T0 }];
     const given: BucketDue[] = [{ shard: 2, dueAtMs: T0 + 40 }];
-    const s = fakeStore(() => [], () => read);
+    const s = fakeStore(
+      () => [],
+      () => read,
+    );
     const deps = depsOf(new ManualClock(T0), s.store);
     await claimBatch(deps, { limit: 5, horizonMs: 0, rotation: new Rotation() });
     await claimBatch(deps, { limit: 5, horizonMs: 0, rotation: new Rotation(), buckets: given });
@@ -147,7 +174,12 @@ describe('claimBatch', () => {
       throw new Error('database down');
     });
     const observed: number[] = [];
-    await expect(claimBatch(depsOf(new ManualClock(T0), s.store, (sec) => observed.push(sec)), { limit: 5, horizonMs: 0, rotation: new Rotation() })).rejects.toThrow('database down');
+    await expect(
+      claimBatch(
+        depsOf(new ManualClock(T0), s.store, (sec) => observed.push(sec)),
+        { limit: 5, horizonMs: 0, rotation: new Rotation() },
+      ),
+    ).rejects.toThrow('database down');
     expect(observed).toEqual([]);
   });
 });
@@ -171,7 +203,10 @@ describe('claim pacer', () => {
   it('after a partial claim reads the due buckets and claims at once what is due, with the buckets it read', async () => {
     const queue = fakeQueue(10);
     const read = [[{ shard: 1, dueAtMs: T0 - 5 }], [{ shard: 3, dueAtMs: T0 - 1 }]];
-    const s = fakeStore((_, call) => (call === 1 ? batch(1, 1) : []), (call) => read[call - 1] ?? []);
+    const s = fakeStore(
+      (_, call) => (call === 1 ? batch(1, 1) : []),
+      (call) => read[call - 1] ?? [],
+    );
     const { clock, pacer } = pacerOf(s.store, queue);
     pacer.start();
     await settle();
@@ -208,7 +243,10 @@ describe('claim pacer', () => {
   it('claims with the due buckets read before a sleep that ran its time, however old', async () => {
     // The first claim is partial; the read after it finds a run entering the lookahead in 150 ms (a 150 ms sleep).
     const read = [[{ shard: 1, dueAtMs: T0 - 5 }], [{ shard: 3, dueAtMs: T0 + 400 }]];
-    const s = fakeStore((_, call) => (call === 1 ? batch(1, 1) : []), (call) => read[call - 1] ?? []);
+    const s = fakeStore(
+      (_, call) => (call === 1 ? batch(1, 1) : []),
+      (call) => read[call - 1] ?? [],
+    );
     const { clock, pacer } = pacerOf(s.store, fakeQueue(10));
     pacer.start();
     await settle();
@@ -226,7 +264,10 @@ describe('claim pacer', () => {
 
   it('reads the due buckets again before the claim after a sleep that was woken', async () => {
     const read = [[{ shard: 1, dueAtMs: T0 - 5 }], [{ shard: 3, dueAtMs: T0 + 400 }], [{ shard: 4, dueAtMs: T0 + 10 }]];
-    const s = fakeStore((_, call) => (call === 1 ? batch(1, 1) : []), (call) => read[call - 1] ?? []);
+    const s = fakeStore(
+      (_, call) => (call === 1 ? batch(1, 1) : []),
+      (call) => read[call - 1] ?? [],
+    );
     const { wakeup, pacer } = pacerOf(s.store, fakeQueue(10));
     pacer.start();
     await settle();
@@ -319,7 +360,10 @@ describe('claim pacer', () => {
 
   it('with a destination saturated, claims past it, then not again until the interval has passed by the clock', async () => {
     const queue = fakeQueue(10, ['https://a.example']);
-    const s = fakeStore(() => [], () => [{ shard: 0, dueAtMs: T0 }]);
+    const s = fakeStore(
+      () => [],
+      () => [{ shard: 0, dueAtMs: T0 }],
+    );
     const { clock, pacer } = pacerOf(s.store, queue);
     pacer.start();
     await settle();

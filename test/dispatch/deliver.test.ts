@@ -15,17 +15,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CLASS, type HttpResult } from '../../src/domain/attempt-outcome.ts';
 import {
+  type CallbackRequest,
   classifyError,
   createCallbackAgent,
   createDeliver,
   RESPONSE_DRAIN_LIMIT_BYTES,
   RESPONSE_EXCERPT_BYTES,
-  type CallbackRequest,
 } from '../../src/dispatch/deliver.ts';
+import { ERROR_CLASS, type HttpResult } from '../../src/domain/attempt-outcome.ts';
 import { freePort } from '../support/chime-process.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 
 /** A certificate and its key, PEM. */
 type Cert = { cert: string; key: string };
@@ -34,11 +34,29 @@ type Cert = { cert: string; key: string };
 function selfSignedLocalhost(dir: string): Cert {
   const keyFile = join(dir, 'key.pem');
   const certFile = join(dir, 'cert.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-    '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost',
-    '-keyout', keyFile, '-out', certFile,
-  ], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=DNS:localhost',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+    ],
+    { stdio: 'pipe' },
+  );
   return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
 }
 
@@ -109,7 +127,10 @@ describe('callback delivery error classes', () => {
   });
 
   it('a host name that does not resolve is errorClass dns, nothing sent (with and without the SSRF guard)', async () => {
-    for (const [name, agent] of [['open', open], ['guarded', guarded]] as const) {
+    for (const [name, agent] of [
+      ['open', open],
+      ['guarded', guarded],
+    ] as const) {
       const e = expectError(await createDeliver(agent)(request('http://nonexistent.invalid/callback'), Date.now));
       expect(e.errorClass, name).toBe(ERROR_CLASS.dns);
       expect(e.maybeSent, name).toBe(false);
@@ -216,9 +237,13 @@ describe('callback delivery error classes', () => {
   });
 
   it('classifyError reads the code on the error or on its cause (fetch wraps undici errors)', () => {
-    const wrapped = new TypeError('fetch failed', { cause: Object.assign(new Error('getaddrinfo ENOTFOUND x.invalid'), { code: 'ENOTFOUND' }) });
+    const wrapped = new TypeError('fetch failed', {
+      cause: Object.assign(new Error('getaddrinfo ENOTFOUND x.invalid'), { code: 'ENOTFOUND' }),
+    });
     expect(classifyError(wrapped)).toMatchObject({ errorClass: ERROR_CLASS.dns, maybeSent: false });
-    const tlsCause = new TypeError('fetch failed', { cause: Object.assign(new Error('certificate has expired'), { code: 'CERT_HAS_EXPIRED' }) });
+    const tlsCause = new TypeError('fetch failed', {
+      cause: Object.assign(new Error('certificate has expired'), { code: 'CERT_HAS_EXPIRED' }),
+    });
     expect(classifyError(tlsCause)).toMatchObject({ errorClass: ERROR_CLASS.tls, maybeSent: false });
     expect(classifyError('not an error')).toMatchObject({ errorClass: ERROR_CLASS.connection, maybeSent: true });
   });

@@ -6,31 +6,49 @@
  *
  * Every dispatcher a test starts is tracked: `afterEach` stops any left running and fails the test that leaked it.
  */
+
+import { sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import type { Agent } from 'undici';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { sql } from 'drizzle-orm';
-import { systemClock } from '../../src/domain/clock.ts';
 import { createCallbackAgent, createDeliver } from '../../src/dispatch/deliver.ts';
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/dispatch/drivers/node-dispatcher.ts';
 import { createKeyring } from '../../src/dispatch/keyring.ts';
 import { createDispatchMetrics, type DispatchMetrics } from '../../src/dispatch/metrics.ts';
-import { query, type Database } from '../../src/store/db.ts';
+import { systemClock } from '../../src/domain/clock.ts';
+import { type Database, query } from '../../src/store/db.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
-import { attemptsOf, createTestTenantIn, openTestStore, runsOf, testJobSpec, type JobSpecInput, type TestStore, deleteAllJobs } from '../support/store.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
+import {
+  attemptsOf,
+  createTestTenantIn,
+  deleteAllJobs,
+  type JobSpecInput,
+  openTestStore,
+  runsOf,
+  type TestStore,
+  testJobSpec,
+} from '../support/store.ts';
 
 const logger = pino({ level: 'silent' });
 
 /** Starts dispatchers and remembers the ones not stopped yet. */
 class Dispatchers {
   private readonly live = new Set<Dispatcher>();
-  constructor(private readonly store: () => TestStore, private readonly agent: () => Agent) {}
+  constructor(
+    private readonly store: () => TestStore,
+    private readonly agent: () => Agent,
+  ) {}
 
-  async start(database: Database, options: Partial<DispatcherOptions> = {}, userAgent = 'chime-test', metrics?: DispatchMetrics): Promise<Dispatcher> {
+  async start(
+    database: Database,
+    options: Partial<DispatcherOptions> = {},
+    userAgent = 'chime-test',
+    metrics?: DispatchMetrics,
+  ): Promise<Dispatcher> {
     const s = this.store();
     const d = createDispatcher({
       database,
@@ -122,10 +140,13 @@ describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
     const j = await job('/once', { payload: { n: 1 } });
     const d = await dispatchers.start(store.database);
     try {
-      const [run] = await eventually(async () => {
-        const rs = await runsOf(store.database, j.id);
-        return rs[0]?.status === 'succeeded' ? rs : undefined;
-      }, { what: 'the run to succeed' });
+      const [run] = await eventually(
+        async () => {
+          const rs = await runsOf(store.database, j.id);
+          return rs[0]?.status === 'succeeded' ? rs : undefined;
+        },
+        { what: 'the run to succeed' },
+      );
       expect(run).toMatchObject({ attempts: 1, leaseOwner: null, leaseExpiresAtMs: null, nextAttemptAtMs: null });
       expect(await attemptsOf(store.database, run!.id)).toEqual([{ attempt: 1, responseStatus: 200, errorClass: null, error: null }]);
       const got = hits('/once');
@@ -145,10 +166,13 @@ describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
     const j = await job('/retry', { retry: { strategy: 'fixed', maxAttempts: 3, initialDelayMs: 100 } });
     const d = await dispatchers.start(store.database);
     try {
-      const [run] = await eventually(async () => {
-        const rs = await runsOf(store.database, j.id);
-        return rs[0]?.status === 'succeeded' ? rs : undefined;
-      }, { what: 'the run to succeed on its retry' });
+      const [run] = await eventually(
+        async () => {
+          const rs = await runsOf(store.database, j.id);
+          return rs[0]?.status === 'succeeded' ? rs : undefined;
+        },
+        { what: 'the run to succeed on its retry' },
+      );
       expect(run!.attempts).toBe(2);
       expect((await attemptsOf(store.database, run!.id)).map((a) => [a.attempt, a.responseStatus])).toEqual([
         [1, 503],
@@ -178,13 +202,18 @@ describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
     });
     await d.start();
     try {
-      const [run] = await eventually(async () => {
-        const rs = await runsOf(store.database, j.id);
-        return rs[0]?.status === 'failed' ? rs : undefined;
-      }, { what: 'the run to fail' });
+      const [run] = await eventually(
+        async () => {
+          const rs = await runsOf(store.database, j.id);
+          return rs[0]?.status === 'failed' ? rs : undefined;
+        },
+        { what: 'the run to fail' },
+      );
       expect(run!.attempts).toBe(1);
       const attempts = await attemptsOf(store.database, run!.id);
-      expect(attempts).toEqual([{ attempt: 1, responseStatus: null, errorClass: 'refused_destination', error: expect.stringMatching(/not retried/) }]);
+      expect(attempts).toEqual([
+        { attempt: 1, responseStatus: null, errorClass: 'refused_destination', error: expect.stringMatching(/not retried/) },
+      ]);
       expect(hits('/refused')).toHaveLength(0);
     } finally {
       await d.stop();
@@ -197,7 +226,9 @@ describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
     // On PostgreSQL, each dispatcher has its own connection pool, as separate processes would.
     const databases = target.kind === 'postgres' ? [store.openAnother()!, store.openAnother()!] : [store.database];
     const started = await Promise.all(
-      databases.map((database, i) => dispatchers.start(database, { batchSize: 10, concurrency: 32, perDestination: 32 }, `chime-test-${i}`)),
+      databases.map((database, i) =>
+        dispatchers.start(database, { batchSize: 10, concurrency: 32, perDestination: 32 }, `chime-test-${i}`),
+      ),
     );
     try {
       // All due at the same instant, a little ahead: the dispatchers sleep until then and race for them.
@@ -240,7 +271,8 @@ describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
     const once = await job('/hang/once', { callback: { timeoutMs: 10_000 }, deliveryMode: 'at-most-once' });
     const registry = new Registry();
     const d = await dispatchers.start(store.database, {}, undefined, createDispatchMetrics(registry));
-    const inFlightSeries = async () => (await registry.getSingleMetricAsString('chime_in_flight')).split('\n').filter((l) => l.startsWith('chime_in_flight{'));
+    const inFlightSeries = async () =>
+      (await registry.getSingleMetricAsString('chime_in_flight')).split('\n').filter((l) => l.startsWith('chime_in_flight{'));
     let stopped = false;
     try {
       await eventually(() => hits('/hang').length === 2, { what: 'both callbacks to hang' });
@@ -266,7 +298,9 @@ describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
     receiver.respond = () => ({ status: 200 });
     const d2 = await dispatchers.start(store.database);
     try {
-      await eventually(async () => (await runsOf(store.database, again.id))[0]?.status === 'succeeded', { what: 'the released run to succeed' });
+      await eventually(async () => (await runsOf(store.database, again.id))[0]?.status === 'succeeded', {
+        what: 'the released run to succeed',
+      });
     } finally {
       await dispatchers.stop(d2);
     }
@@ -323,26 +357,29 @@ describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
   });
 
   // Its fire-time bounds are for one server; test/citus holds Citus to its own.
-  it.runIf(target.kind !== 'citus')('runs falling due steadily are claimed in batches ahead of time, and each fires at its time, not before', async () => {
-    const counted = countingCalls(store.database);
-    // 300 runs, one every 2 ms (500 a second, faster than a claim's round trip) from 4 s on.
-    const start = Date.now() + 4_000;
-    const dueAt = Array.from({ length: 300 }, (_, i) => start + i * 2);
-    for (const [i, at] of dueAt.entries()) await job(`/steady/${i}`, { schedule: { type: 'once', at: new Date(at).toISOString() } });
-    const d = await dispatchers.start(counted.database, { pollMs: 2_000 });
-    try {
-      await eventually(() => hits('/steady/').length === 300, { what: 'every steady run delivered', timeoutMs: 20_000 });
-      // Claiming whenever a run had entered the lookahead would make a claim per round trip, a few runs each;
-      // gathered, a claim takes what fell due in up to a fifth of the lookahead (50 ms: ~25 runs here).
-      expect(counted.transactions).toBeLessThan(40);
-      for (const r of hits('/steady/')) {
-        const i = Number(r.path.split('/')[2]);
-        expect(r.at).toBeGreaterThanOrEqual(dueAt[i]!);
+  it.runIf(target.kind !== 'citus')(
+    'runs falling due steadily are claimed in batches ahead of time, and each fires at its time, not before',
+    async () => {
+      const counted = countingCalls(store.database);
+      // 300 runs, one every 2 ms (500 a second, faster than a claim's round trip) from 4 s on.
+      const start = Date.now() + 4_000;
+      const dueAt = Array.from({ length: 300 }, (_, i) => start + i * 2);
+      for (const [i, at] of dueAt.entries()) await job(`/steady/${i}`, { schedule: { type: 'once', at: new Date(at).toISOString() } });
+      const d = await dispatchers.start(counted.database, { pollMs: 2_000 });
+      try {
+        await eventually(() => hits('/steady/').length === 300, { what: 'every steady run delivered', timeoutMs: 20_000 });
+        // Claiming whenever a run had entered the lookahead would make a claim per round trip, a few runs each;
+        // gathered, a claim takes what fell due in up to a fifth of the lookahead (50 ms: ~25 runs here).
+        expect(counted.transactions).toBeLessThan(40);
+        for (const r of hits('/steady/')) {
+          const i = Number(r.path.split('/')[2]);
+          expect(r.at).toBeGreaterThanOrEqual(dueAt[i]!);
+        }
+      } finally {
+        await dispatchers.stop(d);
       }
-    } finally {
-      await dispatchers.stop(d);
-    }
-  });
+    },
+  );
 
   it('a test that leaves a dispatcher running fails', async () => {
     const d = await dispatchers.start(store.database);

@@ -9,18 +9,27 @@
 import { pino } from 'pino';
 import type { Agent } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/domain/clock.ts';
-import { newId } from '../../src/domain/ids.ts';
-import { shardOf } from '../../src/domain/shard.ts';
 import { createCallbackAgent, createDeliver } from '../../src/dispatch/deliver.ts';
 import { createDispatcher } from '../../src/dispatch/drivers/node-dispatcher.ts';
 import { runTick } from '../../src/dispatch/drivers/workers-tick.ts';
 import { createKeyring } from '../../src/dispatch/keyring.ts';
+import { systemClock } from '../../src/domain/clock.ts';
+import { newId } from '../../src/domain/ids.ts';
+import { shardOf } from '../../src/domain/shard.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
-import { attemptsOf, createTestTenantIn, deleteAllJobs, openTestStore, runsOf, testJobSpec, type JobSpecInput, type TestStore } from '../support/store.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
+import {
+  attemptsOf,
+  createTestTenantIn,
+  deleteAllJobs,
+  type JobSpecInput,
+  openTestStore,
+  runsOf,
+  type TestStore,
+  testJobSpec,
+} from '../support/store.ts';
 
 const logger = pino({ level: 'silent' });
 /** Both drivers with the same bounds: 4 runs per claim, 4 in flight. */
@@ -118,7 +127,8 @@ describe.each(DATABASE_TARGETS)('engine drivers on $kind', (target) => {
     it('delivers each due run once and records it succeeded with one attempt', async () => {
       const jobs = await Promise.all(Array.from({ length: 24 }, (_, i) => job(tenantId, `/once/${i % 3}/${i}`)));
       expect(await runsOf(store.database, null)).toHaveLength(24);
-      const allDone = async () => hits('/once/').length >= 24 && (await runsOf(store.database, null)).every((r) => r.status === 'succeeded');
+      const allDone = async () =>
+        hits('/once/').length >= 24 && (await runsOf(store.database, null)).every((r) => r.status === 'succeeded');
       await driver.runUntil(store, agent, allDone, 'every run delivered and recorded succeeded');
       expect(hits('/once/')).toHaveLength(24);
       expect(new Set(hits('/once/').map((h) => h.path)).size).toBe(24);
@@ -132,7 +142,12 @@ describe.each(DATABASE_TARGETS)('engine drivers on $kind', (target) => {
     it('retries a failed attempt after its backoff and logs both attempts', async () => {
       failOnce.add('/retry');
       const j = await job(tenantId, '/retry', { retry: { strategy: 'fixed', maxAttempts: 3, initialDelayMs: 200 } });
-      await driver.runUntil(store, agent, async () => (await runsOf(store.database, j.id))[0]?.status === 'succeeded', 'the retried run to succeed');
+      await driver.runUntil(
+        store,
+        agent,
+        async () => (await runsOf(store.database, j.id))[0]?.status === 'succeeded',
+        'the retried run to succeed',
+      );
       const [run] = await runsOf(store.database, j.id);
       const log = await attemptsOf(store.database, run!.id);
       expect(log.map((a) => a.responseStatus)).toEqual([500, 200]);
@@ -145,9 +160,15 @@ describe.each(DATABASE_TARGETS)('engine drivers on $kind', (target) => {
       while (shardOf(quiet) === shardOf(tenantId)) quiet = await createTestTenantIn(store.ctx, 'quiet');
       // The backlog is older (due earlier): in due order across tenants the quiet run would come after all of it.
       const past = Date.now() - 10_000;
-      for (let i = 0; i < 40; i++) await createJob(store.ctx, tenantId, testJobSpec(past, { callback: { url: `${receiver.url}/backlog/${i % 4}/${i}` } }), past);
+      for (let i = 0; i < 40; i++)
+        await createJob(store.ctx, tenantId, testJobSpec(past, { callback: { url: `${receiver.url}/backlog/${i % 4}/${i}` } }), past);
       await job(quiet, '/quiet');
-      await driver.runUntil(store, agent, () => hits('/quiet').length === 1 && hits('/backlog/').length === 40, 'the backlog and the quiet run');
+      await driver.runUntil(
+        store,
+        agent,
+        () => hits('/quiet').length === 1 && hits('/backlog/').length === 40,
+        'the backlog and the quiet run',
+      );
       const order = receiver.received.map((r) => r.path);
       expect(order.indexOf('/quiet')).toBeLessThan(LIMITS.batchSize);
     });

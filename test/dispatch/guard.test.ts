@@ -10,14 +10,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent, buildConnector, errors, fetch } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CLASS } from '../../src/domain/attempt-outcome.ts';
 import { createDeliver } from '../../src/dispatch/deliver.ts';
-import {
-  createGuardedConnector,
-  DestinationRefusedError,
-  resolvePublicHost,
-  type LookupAll,
-} from '../../src/dispatch/guard.ts';
+import { createGuardedConnector, DestinationRefusedError, type LookupAll, resolvePublicHost } from '../../src/dispatch/guard.ts';
+import { ERROR_CLASS } from '../../src/domain/attempt-outcome.ts';
 
 const PUBLIC_V4 = '93.184.215.14';
 const PUBLIC_V6 = '2606:4700::1111';
@@ -212,8 +207,9 @@ describe('createGuardedConnector, allowPrivate false', () => {
     const agent = agentWith(createGuardedConnector({ allowPrivate: false, lookup, connect: inner }));
     const err = await failureOf(agent.request({ origin: 'http://two.example', path: '/', method: 'GET' }));
     expect(seen).toEqual([PUBLIC_V6, PUBLIC_V4]);
-    expect((findInChain(err, (e): e is NodeJS.ErrnoException => (e as NodeJS.ErrnoException)?.code === 'ECONNREFUSED'))?.message)
-      .toContain(PUBLIC_V4);
+    expect(findInChain(err, (e): e is NodeJS.ErrnoException => (e as NodeJS.ErrnoException)?.code === 'ECONNREFUSED')?.message).toContain(
+      PUBLIC_V4,
+    );
   });
 
   it('refuses local names without a lookup', async () => {
@@ -308,8 +304,7 @@ describe('createGuardedConnector, allowPrivate false', () => {
     const agent = agentWith(createGuardedConnector({ allowPrivate: false, lookup }));
     const err = await failureOf(agent.request({ origin: 'http://nx.example', path: '/', method: 'GET' }));
     expect(findInChain(err, isRefused)).toBeUndefined();
-    expect(findInChain(err, (e): e is NodeJS.ErrnoException => (e as NodeJS.ErrnoException)?.code === 'ENOTFOUND'))
-      .toBeDefined();
+    expect(findInChain(err, (e): e is NodeJS.ErrnoException => (e as NodeJS.ErrnoException)?.code === 'ENOTFOUND')).toBeDefined();
   });
 
   it('bounds a hanging lookup by the connect timeout', async () => {
@@ -376,7 +371,9 @@ describe('createGuardedConnector, allowPrivate true', () => {
     const agent = agentWith(createGuardedConnector({ allowPrivate: true, lookup, connect: inner }));
     const err = await failureOf(agent.request({ origin: `http://${host}`, path: '/', method: 'GET' }));
     const refused = findInChain(err, isRefused);
-    expect(refused?.message).toBe(`destination refused: host ${host} resolves to an address that is not allowed, even with private destinations allowed`);
+    expect(refused?.message).toBe(
+      `destination refused: host ${host} resolves to an address that is not allowed, even with private destinations allowed`,
+    );
     expect(addresses).toContain(refused?.address);
     expect(inner.seen).toEqual([]);
   });
@@ -397,7 +394,9 @@ describe('createGuardedConnector, allowPrivate true', () => {
     const agent = agentWith(createGuardedConnector({ allowPrivate: true, lookup, connect: inner }));
     const err = await failureOf(fetch(url, { dispatcher: agent }));
     const refused = findInChain(err, isRefused);
-    expect(refused?.message).toBe(`destination refused: address ${address} is not allowed, even with private destinations allowed (${range})`);
+    expect(refused?.message).toBe(
+      `destination refused: address ${address} is not allowed, even with private destinations allowed (${range})`,
+    );
     expect(lookup.calls).toEqual([]);
     expect(inner.seen).toEqual([]);
   });
@@ -407,7 +406,9 @@ describe('createGuardedConnector, allowPrivate true', () => {
     const inner = recordingConnector();
     const agent = agentWith(createGuardedConnector({ allowPrivate: true, lookup, connect: inner }));
     const err = await failureOf(agent.request({ origin: `http://${host}`, path: '/', method: 'GET' }));
-    expect(findInChain(err, isRefused)?.message).toMatch(/^destination refused: host metadata\.google\.internal\.? is a cloud metadata service$/i);
+    expect(findInChain(err, isRefused)?.message).toMatch(
+      /^destination refused: host metadata\.google\.internal\.? is a cloud metadata service$/i,
+    );
     expect(lookup.calls).toEqual([]);
     expect(inner.seen).toEqual([]);
   });

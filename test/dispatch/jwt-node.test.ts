@@ -40,7 +40,12 @@ describe('createNodeJwtSigner', () => {
   it("a token signed with another key does not verify against this key's public half", async () => {
     const one = await newKey();
     const other = await newKey();
-    const token = await (await createNodeJwtSigner(other.key)).sign({ sub: 's', jti: 'j', body: '', iatSec: Math.floor(Date.now() / 1000) });
+    const token = await (await createNodeJwtSigner(other.key)).sign({
+      sub: 's',
+      jti: 'j',
+      body: '',
+      iatSec: Math.floor(Date.now() / 1000),
+    });
     await expect(jwtVerify(token, await importJWK(one.publicJwk, 'EdDSA'))).rejects.toThrow(/signature/);
   });
 
@@ -50,7 +55,9 @@ describe('createNodeJwtSigner', () => {
     const viaSodium = await (await createNodeJwtSigner(key, 'sodium')).sign(claims);
     const viaNode = await (await createNodeJwtSigner(key, 'node')).sign(claims);
     expect(viaSodium).toBe(viaNode);
-    await expect(jwtVerify(viaSodium, await importJWK(publicJwk, 'EdDSA'), { currentDate: new Date(claims.iatSec * 1000) })).resolves.toBeTruthy();
+    await expect(
+      jwtVerify(viaSodium, await importJWK(publicJwk, 'EdDSA'), { currentDate: new Date(claims.iatSec * 1000) }),
+    ).resolves.toBeTruthy();
     // sodium-native is an optional dependency with prebuilt binaries for this platform: if it stopped loading, the
     // dispatcher would silently sign at about half the speed.
     expect(defaultEd25519Backend()).toBe('sodium');

@@ -5,8 +5,8 @@
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/domain/clock.ts';
 import { createKeyring, JWT_KEY_TTL_MS } from '../../src/dispatch/keyring.ts';
+import { ManualClock } from '../../src/domain/clock.ts';
 import { ensureJwtKey, publicJwks, rotateJwtKey } from '../../src/store/jwt-keys.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { openTestStore, T0, type TestStore } from '../support/store.ts';

@@ -8,17 +8,17 @@
  * Time is a ManualClock moved by hand: rounds come only when a test ticks the clock past `intervalMs`.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/domain/clock.ts';
 import { createLeaseKeeper, reapOnce } from '../../src/dispatch/engine/lease-keeper.ts';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
+import { ManualClock } from '../../src/domain/clock.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
-import { renewLeases } from '../../src/store/queue/renew-leases.ts';
 import { reapExpiredLeases } from '../../src/store/queue/reap-leases.ts';
+import { renewLeases } from '../../src/store/queue/renew-leases.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { claimed, downDb } from '../support/engine.ts';
 import { recordingLogger } from '../support/logger.ts';
-import { runById, T0, testJobSpec, useTestStore, type TestStore } from '../support/store.ts';
-import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
+import { runById, T0, type TestStore, testJobSpec, useTestStore } from '../support/store.ts';
 
 describe('lease keeper without a database', () => {
   it('round() never throws: a failed renewal (each bucket) and a failed reap are logged, nothing is released', async () => {
@@ -134,7 +134,11 @@ describe.each(DATABASE_TARGETS)('lease keeper on $kind', (target) => {
     await k.keeper.round();
     for (const r of runs) {
       expect(r.leaseExpiresAtMs).toBe(T0 + 800 + LEASE);
-      expect(await runById(store.database, r.runId)).toMatchObject({ status: 'running', leaseOwner: 'A', leaseExpiresAtMs: T0 + 800 + LEASE });
+      expect(await runById(store.database, r.runId)).toMatchObject({
+        status: 'running',
+        leaseOwner: 'A',
+        leaseExpiresAtMs: T0 + 800 + LEASE,
+      });
     }
     expect(k.released).toEqual([]);
     expect(k.reaped).toEqual([]);
@@ -151,7 +155,9 @@ describe.each(DATABASE_TARGETS)('lease keeper on $kind', (target) => {
     await job();
     const [kept, lost] = await claim('A');
     // `kept` was renewed in time; `lost` was not, and another dispatcher's reaper took it back.
-    await renewLeases(store.database.db, 'A', [{ shard: kept!.shard, runId: kept!.runId, attempt: kept!.attempt, leaseExpiresAtMs: T0 + 10 * LEASE }]);
+    await renewLeases(store.database.db, 'A', [
+      { shard: kept!.shard, runId: kept!.runId, attempt: kept!.attempt, leaseExpiresAtMs: T0 + 10 * LEASE },
+    ]);
     expect(await reapExpiredLeases(store.database.db, T0 + LEASE + 1)).toBe(1);
     const k = keeperOf([kept!, lost!]);
     clock.set(T0 + LEASE + 2);

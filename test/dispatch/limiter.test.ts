@@ -37,7 +37,11 @@ describe('Limiter', () => {
     for (const label of ['w0', 'w1', 'w2', 'w3']) void start(limiter, 'k', label, order);
     await settle();
     expect(order).toEqual(['w0']);
-    for (const expected of [['w0', 'w1'], ['w0', 'w1', 'w2'], ['w0', 'w1', 'w2', 'w3']]) {
+    for (const expected of [
+      ['w0', 'w1'],
+      ['w0', 'w1', 'w2'],
+      ['w0', 'w1', 'w2', 'w3'],
+    ]) {
       limiter.release('k');
       await settle();
       expect(order).toEqual(expected);

@@ -7,15 +7,15 @@
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { createOutcomeWriter, type OutcomeWriterOptions, UNSTORABLE_TEXT_NOTE } from '../../src/dispatch/engine/outcome-writer.ts';
+import type { AttemptOutcome } from '../../src/domain/attempt-outcome.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
-import { createOutcomeWriter, UNSTORABLE_TEXT_NOTE, type OutcomeWriterOptions } from '../../src/dispatch/engine/outcome-writer.ts';
-import { query, type Db } from '../../src/store/db.ts';
+import { type Db, query } from '../../src/store/db.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { recordingLogger } from '../support/logger.ts';
-import { T0, testJobSpec, testOutcome, useTestStore, type TestStore } from '../support/store.ts';
-import type { AttemptOutcome } from '../../src/domain/attempt-outcome.ts';
+import { T0, type TestStore, testJobSpec, testOutcome, useTestStore } from '../support/store.ts';
 
 const options = (o: Partial<OutcomeWriterOptions> = {}): OutcomeWriterOptions => ({
   owner: 'writer',
@@ -63,7 +63,12 @@ describe.each(DATABASE_TARGETS)('outcomes the database refuses, on $kind', (targ
         expect(row).toMatchObject({ status: 'succeeded', excerpt: `ok ${row.id}`, error: null });
       }
     }
-    expect(log.entries.filter((e) => e.msg.startsWith('an outcome was recorded without')).map((e) => e.fields.runId).sort()).toEqual([...bad.keys()].sort());
+    expect(
+      log.entries
+        .filter((e) => e.msg.startsWith('an outcome was recorded without'))
+        .map((e) => e.fields.runId)
+        .sort(),
+    ).toEqual([...bad.keys()].sort());
     expect(log.entries.filter((e) => e.msg === 'recording outcomes failed; retrying')).toEqual([]);
   });
 });
@@ -107,7 +112,14 @@ describe('an outcome writer facing data exceptions and a database that stays dow
     const log = recordingLogger();
     const recorded: string[] = [];
     const f = refusing((o) => o.runId === 'b');
-    const w = createOutcomeWriter({ db: {} as Db, clock: new ManualClock(T0), logger: log, finish: f.finish, options: options(), onWritten: (_batch, r) => recorded.push(...r) });
+    const w = createOutcomeWriter({
+      db: {} as Db,
+      clock: new ManualClock(T0),
+      logger: log,
+      finish: f.finish,
+      options: options(),
+      onWritten: (_batch, r) => recorded.push(...r),
+    });
     for (const id of ['a', 'b', 'c']) w.push(outcome(id));
     await w.flushAll();
     expect(recorded.sort()).toEqual(['a', 'c']);

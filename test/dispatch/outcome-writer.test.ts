@@ -7,8 +7,8 @@
  * (Data exceptions and an aborted flushAll: outcome-writer-data.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/domain/clock.ts';
 import { createOutcomeWriter, type OutcomeWriterDeps, type OutcomeWriterOptions } from '../../src/dispatch/engine/outcome-writer.ts';
+import { ManualClock } from '../../src/domain/clock.ts';
 import type { Db } from '../../src/store/db.ts';
 import { bucket2DownFinish, deferred, fakeFinish, ids, isSettled, noDb, outcomeOf, settle } from '../support/engine.ts';
 import { recordingLogger } from '../support/logger.ts';
@@ -52,31 +52,22 @@ describe('outcome writer', () => {
     expect(w.pending).toBe(0);
   });
 
-  it('gathers only while attempts are under way: none, and an outcome is written at once', async () => {
+  it('gathers only idleGatherMs when no attempt is under way, gatherMs while some are', async () => {
     const f = fakeFinish();
-    const { clock, writer: w } = writerOf(f.finish, {}, { inFlight: () => 0 });
+    let underWay = 0;
+    const { clock, writer: w } = writerOf(f.finish, { idleGatherMs: 5 }, { inFlight: () => underWay });
     w.push(outcomeOf('a'));
     await settle();
-    expect(clock.sleeps).toEqual([]);
-    expect(f.calls.map(ids)).toEqual([['a']]);
-  });
-
-  it('ends a gathering when the last attempt under way has handed in its outcome', async () => {
-    const f = fakeFinish();
-    let underWay = 2;
-    const { clock, writer: w } = writerOf(f.finish, {}, { inFlight: () => underWay });
-    underWay--; // a's attempt ended; b's is still under way
-    w.push(outcomeOf('a'));
-    await settle();
-    expect(clock.sleeps).toEqual([20]);
     await clock.tick(5);
-    expect(f.calls).toEqual([]);
-    underWay--; // b's ended too: nothing more to wait for
+    expect(f.calls.map(ids)).toEqual([['a']]);
+    underWay = 1;
     w.push(outcomeOf('b'));
     await settle();
-    expect(f.calls.map(ids)).toEqual([['a', 'b']]);
-    expect(clock.now()).toBe(T0 + 5);
-    await w.flushAll();
+    await clock.tick(5);
+    expect(f.calls).toHaveLength(1);
+    await clock.tick(15);
+    expect(f.calls.map(ids)).toEqual([['a'], ['b']]);
+    expect(clock.sleeps).toEqual([5, 20]);
   });
 
   it('passes its owner and the database to the finish statement', async () => {
@@ -105,7 +96,10 @@ describe('outcome writer', () => {
     for (const id of ['a', 'b', 'c', 'd', 'e']) w.push(outcomeOf(id));
     // Without flushAll: the full batches go out back to back after the gather sleep…
     await clock.tick(20);
-    expect(f.calls.map(ids)).toEqual([['a', 'b'], ['c', 'd']]);
+    expect(f.calls.map(ids)).toEqual([
+      ['a', 'b'],
+      ['c', 'd'],
+    ]);
     expect(w.pending).toBe(1);
     // …and the remainder gathers again, then is written on its own.
     expect(clock.sleeps).toEqual([20, 20]);
@@ -154,7 +148,13 @@ describe('outcome writer', () => {
     await flushed;
     // The gather sleep of d's batch comes during the first retry.
     expect(clock.sleeps).toEqual([20, 100, 20, 200, 400, 400]);
-    expect(f.calls.map(ids)).toEqual([['a', 'b', 'c'], ['a', 'b', 'c'], ['a', 'b', 'c', 'd'], ['a', 'b', 'c', 'd'], ['a', 'b', 'c', 'd']]);
+    expect(f.calls.map(ids)).toEqual([
+      ['a', 'b', 'c'],
+      ['a', 'b', 'c'],
+      ['a', 'b', 'c', 'd'],
+      ['a', 'b', 'c', 'd'],
+      ['a', 'b', 'c', 'd'],
+    ]);
     expect(recorded.sort()).toEqual(['a', 'b', 'c', 'd']);
     const retries = log.entries.filter((e) => e.msg === 'recording outcomes failed; retrying');
     expect(retries.map((e) => [e.level, e.fields.backoffMs])).toEqual([
@@ -171,8 +171,18 @@ describe('outcome writer', () => {
     // Bucket 2's transaction fails twice (its Citus worker is down), bucket 1's goes through.
     const { calls, finish } = bucket2DownFinish((call) => call <= 2);
     const written: { batch: string[]; recorded: string[] }[] = [];
-    const { clock, logger: log, writer: w } = writerOf(finish, {}, { onWritten: (batch, recorded) => written.push({ batch: ids(batch), recorded: [...recorded].sort() }) });
-    for (const [id, shard] of [['a', 1], ['b', 2], ['c', 1], ['d', 2]] as const) w.push({ ...outcomeOf(id), shard });
+    const {
+      clock,
+      logger: log,
+      writer: w,
+    } = writerOf(finish, {}, { onWritten: (batch, recorded) => written.push({ batch: ids(batch), recorded: [...recorded].sort() }) });
+    for (const [id, shard] of [
+      ['a', 1],
+      ['b', 2],
+      ['c', 1],
+      ['d', 2],
+    ] as const)
+      w.push({ ...outcomeOf(id), shard });
     const flushed = w.flushAll();
     await clock.tick(20);
     // Bucket 1's outcomes are recorded by the first write; bucket 2's wait for their retry.
@@ -180,7 +190,11 @@ describe('outcome writer', () => {
     expect(w.pending).toBe(2);
     await clock.tick(300);
     await flushed;
-    expect(calls).toEqual([['a', 'b', 'c', 'd'], ['b', 'd'], ['b', 'd']]);
+    expect(calls).toEqual([
+      ['a', 'b', 'c', 'd'],
+      ['b', 'd'],
+      ['b', 'd'],
+    ]);
     expect(written).toEqual([
       { batch: ['a', 'c'], recorded: ['a', 'c'] },
       { batch: ['b', 'd'], recorded: ['b', 'd'] },
@@ -254,7 +268,15 @@ describe('outcome writer', () => {
   it('hands onWritten each batch with the ids recorded, and warns of outcomes whose lease was lost', async () => {
     const f = fakeFinish((batch) => new Set(ids(batch).filter((id) => id !== 'b')));
     const written: { batch: string[]; recorded: string[] }[] = [];
-    const { clock, logger: log, writer: w } = writerOf(f.finish, { batchSize: 2 }, { onWritten: (batch, recorded) => written.push({ batch: ids(batch), recorded: [...recorded].sort() }) });
+    const {
+      clock,
+      logger: log,
+      writer: w,
+    } = writerOf(
+      f.finish,
+      { batchSize: 2 },
+      { onWritten: (batch, recorded) => written.push({ batch: ids(batch), recorded: [...recorded].sort() }) },
+    );
     for (const id of ['a', 'b', 'c']) w.push(outcomeOf(id));
     const flushed = w.flushAll();
     await clock.tick(40);

@@ -6,14 +6,14 @@
  * real claim on every database target).
  */
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/domain/clock.ts';
 import { createRunQueue, type RunQueueOptions } from '../../src/dispatch/engine/run-queue.ts';
+import type { AttemptOutcome } from '../../src/domain/attempt-outcome.ts';
+import { ManualClock } from '../../src/domain/clock.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { claimed, settle } from '../support/engine.ts';
-import { T0, testJobSpec, useTestStore, type TestStore } from '../support/store.ts';
-import type { AttemptOutcome } from '../../src/domain/attempt-outcome.ts';
+import { T0, type TestStore, testJobSpec, useTestStore } from '../support/store.ts';
 
 /** Spellings of one destination, `https://a.example`, as tenants may write them. */
 const A_SPELLINGS = [
@@ -44,12 +44,20 @@ function queueOf(options: Partial<RunQueueOptions>) {
 describe('run queue destinations', () => {
   it('gives every spelling of one origin the same slots', async () => {
     const { queue, attempted } = queueOf({ perDestination: 2 });
-    A_SPELLINGS.forEach((url, i) => queue.add(claimed(`a${i}`, url)));
+    A_SPELLINGS.forEach((url, i) => {
+      queue.add(claimed(`a${i}`, url));
+    });
     queue.add(claimed('b', 'https://b.example/one'));
     queue.add(claimed('port', 'https://a.example:8443/one'));
     queue.add(claimed('scheme', 'http://a.example/one'));
     await settle();
-    expect(attempted).toEqual([A_SPELLINGS[0], A_SPELLINGS[1], 'https://b.example/one', 'https://a.example:8443/one', 'http://a.example/one']);
+    expect(attempted).toEqual([
+      A_SPELLINGS[0],
+      A_SPELLINGS[1],
+      'https://b.example/one',
+      'https://a.example:8443/one',
+      'http://a.example/one',
+    ]);
     expect(new Map(queue.inFlightByDestination)).toEqual(
       new Map([
         ['https://a.example', 2],

@@ -7,11 +7,11 @@
  * (What a destination is, however its URL is spelled: run-queue-destination.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/domain/clock.ts';
 import { createRunQueue, type RunQueueOptions } from '../../src/dispatch/engine/run-queue.ts';
+import type { AttemptOutcome } from '../../src/domain/attempt-outcome.ts';
+import { ManualClock } from '../../src/domain/clock.ts';
 import { claimed, deferred, ids, isSettled, outcomeOf, settle } from '../support/engine.ts';
 import { T0 } from '../support/store.ts';
-import type { AttemptOutcome } from '../../src/domain/attempt-outcome.ts';
 
 /** A run queue on a ManualClock at T0 whose attempts end when the test says. */
 function queueFixture(options: Partial<RunQueueOptions> = {}) {

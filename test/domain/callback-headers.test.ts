@@ -19,15 +19,70 @@ const PUNCTUATION = '!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~';
 const TOKEN_CHARS = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 const REFUSED_NAMES = [
-  'host', 'content-length', 'content-type', 'user-agent', 'expect',
-  'connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'transfer-encoding', 'te', 'trailer', 'upgrade',
-  'webhook-id', 'webhook-timestamp', 'webhook-signature', 'webhook-anything', 'chime-signature', 'chime-job-id', 'Chime-Foo',
+  'host',
+  'content-length',
+  'content-type',
+  'user-agent',
+  'expect',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+  'webhook-anything',
+  'chime-signature',
+  'chime-job-id',
+  'Chime-Foo',
   // mixed case: field names are case-insensitive
-  'Host', 'HOST', 'Content-Length', 'Content-Type', 'CONTENT-TYPE', 'User-Agent', 'Expect', 'EXPECT', 'Connection', 'Keep-Alive',
-  'Proxy-Connection', 'PROXY-Authorization', 'Transfer-Encoding', 'TE', 'Te', 'Trailer', 'Upgrade', 'UPGRADE', 'Webhook-Id', 'WEBHOOK-SIGNATURE', 'CHIME-ATTEMPT',
+  'Host',
+  'HOST',
+  'Content-Length',
+  'Content-Type',
+  'CONTENT-TYPE',
+  'User-Agent',
+  'Expect',
+  'EXPECT',
+  'Connection',
+  'Keep-Alive',
+  'Proxy-Connection',
+  'PROXY-Authorization',
+  'Transfer-Encoding',
+  'TE',
+  'Te',
+  'Trailer',
+  'Upgrade',
+  'UPGRADE',
+  'Webhook-Id',
+  'WEBHOOK-SIGNATURE',
+  'CHIME-ATTEMPT',
 ];
 
-const INVALID_NAMES = ['', 'a b', 'x:y', 'x;y', '(x)', '"x"', 'x/y', 'x@y', 'x=y', 'x,y', 'x\ty', 'a\r\nb', 'x\0', 'é', 'X-Café', '🙂', '\u00a0'];
+const INVALID_NAMES = [
+  '',
+  'a b',
+  'x:y',
+  'x;y',
+  '(x)',
+  '"x"',
+  'x/y',
+  'x@y',
+  'x=y',
+  'x,y',
+  'x\ty',
+  'a\r\nb',
+  'x\0',
+  'é',
+  'X-Café',
+  '🙂',
+  '\u00a0',
+];
 
 /** C0 control characters other than HTAB (0x09). */
 const C0_BUT_TAB = Array.from({ length: 0x20 }, (_, c) => c).filter((c) => c !== 0x09);
@@ -80,9 +135,23 @@ const ACCEPTED: [name: string, value: string][] = [
   [TOKEN_CHARS, 'every token character in the name'],
   ["!#$%&'*+-.^_`|~", 'punctuation-only name'],
   // near misses of reserved names
-  ['X-Host', 'h'], ['Hosts', 'h'], ['Content-Language', 'en'], ['Content-Encoding', 'identity'], ['Expected', 'x'], ['Tee', 'x'],
-  ['Trailers', 'x'], ['Upgrade-Insecure-Requests', '1'], ['Keep-Alive-X', 'x'], ['Proxy', 'x'], ['Webhook', 'x'], ['Chime', 'x'],
-  ['X-Chime-Foo', 'x'], ['X-Webhook-Id', 'x'], ['Connectionless', 'x'], ['User-Agents', 'x'], ['TE-X', 'x'],
+  ['X-Host', 'h'],
+  ['Hosts', 'h'],
+  ['Content-Language', 'en'],
+  ['Content-Encoding', 'identity'],
+  ['Expected', 'x'],
+  ['Tee', 'x'],
+  ['Trailers', 'x'],
+  ['Upgrade-Insecure-Requests', '1'],
+  ['Keep-Alive-X', 'x'],
+  ['Proxy', 'x'],
+  ['Webhook', 'x'],
+  ['Chime', 'x'],
+  ['X-Chime-Foo', 'x'],
+  ['X-Webhook-Id', 'x'],
+  ['Connectionless', 'x'],
+  ['User-Agents', 'x'],
+  ['TE-X', 'x'],
 ];
 
 describe('callbackHeaderIssue', () => {
@@ -108,7 +177,8 @@ describe('callbackHeaderIssue', () => {
   });
 
   it('refuses a value that is not a string (stored data read back)', () => {
-    for (const v of [1, null, undefined, true, ['a'], { a: 1 }]) expect(callbackHeaderIssue('X-Ok', v), String(v)).toBe('header values are strings');
+    for (const v of [1, null, undefined, true, ['a'], { a: 1 }])
+      expect(callbackHeaderIssue('X-Ok', v), String(v)).toBe('header values are strings');
   });
 
   it.each(ACCEPTED)('accepts %j', (name, value) => {
@@ -141,7 +211,9 @@ describe('callbackHeadersIssues', () => {
   });
 
   it('refuses a name given twice in different case, naming the later spelling', () => {
-    expect(callbackHeadersIssues({ 'X-A': '1', 'x-a': '2', 'X-B': '3' })).toEqual([{ name: 'x-a', message: expect.stringMatching(/same header as X-A/) }]);
+    expect(callbackHeadersIssues({ 'X-A': '1', 'x-a': '2', 'X-B': '3' })).toEqual([
+      { name: 'x-a', message: expect.stringMatching(/same header as X-A/) },
+    ]);
   });
 
   it('accepts an empty record', () => {

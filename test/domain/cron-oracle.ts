@@ -11,14 +11,7 @@ export const HOUR = 3_600_000;
 export const DAY = 24 * HOUR;
 
 /** The zones the property tests cover: no DST, whole-hour DST, 30-minute DST, and DST at :45 local time. */
-export const ZONES = [
-  'UTC',
-  'Europe/Berlin',
-  'America/New_York',
-  'Australia/Lord_Howe',
-  'Asia/Kolkata',
-  'Pacific/Chatham',
-] as const;
+export const ZONES = ['UTC', 'Europe/Berlin', 'America/New_York', 'Australia/Lord_Howe', 'Asia/Kolkata', 'Pacific/Chatham'] as const;
 export type Zone = (typeof ZONES)[number];
 
 /** The span of instants the generators draw from (and transitions are precomputed for). */

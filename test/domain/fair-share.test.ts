@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Rotation, shareClaim, shareLeftover, type BucketDue, type BucketShare } from '../../src/domain/fair-share.ts';
+import { type BucketDue, type BucketShare, Rotation, shareClaim, shareLeftover } from '../../src/domain/fair-share.ts';
 import { SHARD_COUNT } from '../../src/domain/shard.ts';
 
 const HORIZON = 1_000_000;
@@ -49,7 +49,11 @@ const bucketsArb = fc
   .map((bs) => {
     // One entry per shard, as the due-buckets query returns them.
     const seen = new Set<number>();
-    return bs.filter((b) => (seen.has(b.shard) ? false : (seen.add(b.shard), true)));
+    return bs.filter((b) => {
+      if (seen.has(b.shard)) return false;
+      seen.add(b.shard);
+      return true;
+    });
   });
 
 /** A rotation start as a dispatcher may hold one: any bucket, or one past the last (after serving bucket 63). */
@@ -84,7 +88,8 @@ describe('shareClaim: examples', () => {
     const rotation = rotationAt(0);
     const extras = new Map<number, number>();
     for (let call = 0; call < 4; call++) {
-      for (const s of shareClaim(dueAll([0, 1, 2, 3]), 5, HORIZON, rotation)) if (s.limit === 2) extras.set(s.shard, (extras.get(s.shard) ?? 0) + 1);
+      for (const s of shareClaim(dueAll([0, 1, 2, 3]), 5, HORIZON, rotation))
+        if (s.limit === 2) extras.set(s.shard, (extras.get(s.shard) ?? 0) + 1);
     }
     expect([...extras.entries()].sort((a, b) => a[0] - b[0])).toEqual([
       [0, 1],
@@ -243,7 +248,8 @@ describe('shareClaim: properties', () => {
         const limit = 1 + (l % (k - 1));
         const rotation = rotationAt(start);
         const served: number[] = [];
-        for (let call = 0; call < Math.ceil(k / limit); call++) served.push(...shardsOf(shareClaim(dueAll(shards), limit, HORIZON, rotation)));
+        for (let call = 0; call < Math.ceil(k / limit); call++)
+          served.push(...shardsOf(shareClaim(dueAll(shards), limit, HORIZON, rotation)));
         expect(new Set(served).size).toBe(k);
         // And no bucket comes round a second time before every bucket has come once.
         expect(new Set(served.slice(0, k)).size).toBe(k);
@@ -290,7 +296,15 @@ describe('shareLeftover', () => {
   it('returns nothing when nothing is left or no bucket filled its share', () => {
     const full = [{ shard: 1, limit: 2, claimed: 2 }];
     expect(shareLeftover(full, 0)).toEqual([]);
-    expect(shareLeftover([{ shard: 1, limit: 2, claimed: 1 }, { shard: 4, limit: 1, claimed: 0 }], 5)).toEqual([]);
+    expect(
+      shareLeftover(
+        [
+          { shard: 1, limit: 2, claimed: 1 },
+          { shard: 4, limit: 1, claimed: 0 },
+        ],
+        5,
+      ),
+    ).toEqual([]);
   });
 
   it('a short bucket does not set the rotation back: the next claim serves the buckets after the first pass', () => {
@@ -304,7 +318,10 @@ describe('shareLeftover', () => {
   });
 
   const servedArb = fc
-    .tuple(shardSetArb(0), fc.array(fc.tuple(fc.integer({ min: 1, max: 20 }), fc.boolean(), fc.nat()), { minLength: SHARD_COUNT, maxLength: SHARD_COUNT }))
+    .tuple(
+      shardSetArb(0),
+      fc.array(fc.tuple(fc.integer({ min: 1, max: 20 }), fc.boolean(), fc.nat()), { minLength: SHARD_COUNT, maxLength: SHARD_COUNT }),
+    )
     .map(([shards, draws]) =>
       shards.map((shard, i) => {
         const [limit, filled, short] = draws[i]!;

@@ -4,14 +4,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  baseBackoffMs,
   MAX_ATTEMPTS_LIMIT,
   MAX_BACKOFF_MS,
-  RETRY_STRATEGIES,
-  baseBackoffMs,
   parseRetryAfter,
-  retryDelayMs,
+  RETRY_STRATEGIES,
   type RetryPolicy,
   type RetryStrategy,
+  retryDelayMs,
 } from '../../src/domain/retry.ts';
 
 const multiplierArb = fc.oneof(
@@ -166,8 +166,7 @@ describe('parseRetryAfter', () => {
   const time = (d: Date): string => `${p2(d.getUTCHours())}:${p2(d.getUTCMinutes())}:${p2(d.getUTCSeconds())}`;
   /** RFC 9110 §5.6.7's three HTTP-date forms, built by hand from UTC fields. */
   const formats = {
-    imf: (d: Date) =>
-      `${DAYS[d.getUTCDay()]}, ${p2(d.getUTCDate())} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()} ${time(d)} GMT`,
+    imf: (d: Date) => `${DAYS[d.getUTCDay()]}, ${p2(d.getUTCDate())} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()} ${time(d)} GMT`,
     rfc850: (d: Date) =>
       `${LONG_DAYS[d.getUTCDay()]}, ${p2(d.getUTCDate())}-${MONTHS[d.getUTCMonth()]}-${p2(d.getUTCFullYear() % 100)} ${time(d)} GMT`,
     asctime: (d: Date) =>

@@ -5,12 +5,12 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  DEFAULT_RETRY,
   baseBackoffMs,
+  DEFAULT_RETRY,
   parseRetryAfter,
+  type RetryPolicy,
   resolveRetryPolicy,
   retryDelayMs,
-  type RetryPolicy,
 } from '../../src/domain/retry.ts';
 import { DEFAULT_SUCCESS_CODES, isSuccessStatus } from '../../src/domain/status-codes.ts';
 import { isPastWindow, startDeadline } from '../../src/domain/window.ts';
@@ -44,9 +44,7 @@ describe('baseBackoffMs', () => {
 
   it('linear and fixed', () => {
     expect(bases(policy({ strategy: 'linear', initialDelayMs: 1500 }), 4)).toEqual([1500, 3000, 4500, 6000]);
-    expect(bases(policy({ strategy: 'linear', initialDelayMs: 1500, maxDelayMs: 4000 }), 4)).toEqual([
-      1500, 3000, 4000, 4000,
-    ]);
+    expect(bases(policy({ strategy: 'linear', initialDelayMs: 1500, maxDelayMs: 4000 }), 4)).toEqual([1500, 3000, 4000, 4000]);
     expect(bases(policy({ strategy: 'fixed', initialDelayMs: 750 }), 3)).toEqual([750, 750, 750]);
   });
 

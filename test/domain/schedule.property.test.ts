@@ -19,25 +19,25 @@ import {
   nextOccurrence,
   normalizeSchedule,
   occurrences,
-  scheduleIssues,
   type Schedule,
+  scheduleIssues,
 } from '../../src/domain/schedule.ts';
 import {
-  DAY,
-  HOUR,
-  MINUTE,
-  SPAN_END,
-  SPAN_START,
-  ZONES,
   cronArb,
   cronerNext,
+  DAY,
+  type GenCron,
+  HOUR,
   inDstWindow,
+  MINUTE,
   offsetMs,
   referenceNextCron,
+  SPAN_END,
+  SPAN_START,
   transitionsOf,
   wallOf,
   wallString,
-  type GenCron,
+  ZONES,
 } from './cron-oracle.ts';
 
 const instant = fc.integer({ min: SPAN_START, max: SPAN_END });
@@ -108,10 +108,7 @@ describe('interval', () => {
   const intervalCase = fc.record({
     now: instant,
     start: fc.option(instant, { nil: undefined }),
-    everyMs: fc.oneof(
-      fc.integer({ min: MIN_INTERVAL_MS, max: 10 * MINUTE }),
-      fc.integer({ min: MIN_INTERVAL_MS, max: 30 * DAY }),
-    ),
+    everyMs: fc.oneof(fc.integer({ min: MIN_INTERVAL_MS, max: 10 * MINUTE }), fc.integer({ min: MIN_INTERVAL_MS, max: 30 * DAY })),
     // endAt as a distance from startAt, so it is never before it (scheduleIssues refuses that)
     endAfter: fc.option(fc.integer({ min: 0, max: 200 * DAY }), { nil: undefined }),
     off: offsetMinutes,
@@ -261,7 +258,10 @@ describe('cron', () => {
       fc.property(
         cronArb({ frequent: true }),
         zone,
-        fc.oneof(instant, fc.constantFrom(...TRANSITIONS).map(({ tr }) => tr.at - 2 * HOUR)),
+        fc.oneof(
+          instant,
+          fc.constantFrom(...TRANSITIONS).map(({ tr }) => tr.at - 2 * HOUR),
+        ),
         fc.option(fc.integer({ min: -DAY, max: DAY }), { nil: undefined }),
         fc.option(fc.integer({ min: 0, max: 2 * DAY }), { nil: undefined }),
         (gen, tz, from, startDelta, endDelta) => {

@@ -14,8 +14,8 @@ import {
   nextOccurrence,
   normalizeSchedule,
   occurrences,
-  scheduleIssues,
   type Schedule,
+  scheduleIssues,
 } from '../../src/domain/schedule.ts';
 
 const iso = (t: number): string => new Date(t).toISOString();
@@ -300,9 +300,7 @@ describe('scheduleIssues', () => {
 
   it('refuses a cron schedule whose endAt comes before its first occurrence, with path `endAt`', () => {
     const s = { type: 'cron', expression: '0 9 * * *', timezone: 'UTC' } as const;
-    expect(scheduleIssues({ ...s, endAt: '2026-06-02T08:59:59.999Z' }, now)).toEqual([
-      { path: 'endAt', message: expect.any(String) },
-    ]);
+    expect(scheduleIssues({ ...s, endAt: '2026-06-02T08:59:59.999Z' }, now)).toEqual([{ path: 'endAt', message: expect.any(String) }]);
     expect(scheduleIssues({ ...s, endAt: '2026-06-02T09:00:00Z' }, now)).toEqual([]); // endAt is inclusive
     expect(scheduleIssues({ ...s, startAt: '2026-07-01T00:00:00Z', endAt: '2026-06-30T00:00:00Z' }, now)).toEqual([
       { path: 'endAt', message: 'endAt is before startAt' },
@@ -311,10 +309,7 @@ describe('scheduleIssues', () => {
 
   it('refuses an interval whose endAt comes before its first occurrence, with path `endAt`', () => {
     expect(
-      scheduleIssues(
-        { type: 'interval', everyMs: 3_600_000, startAt: '2026-01-01T00:00:00Z', endAt: '2026-01-01T05:30:00Z' },
-        now,
-      ),
+      scheduleIssues({ type: 'interval', everyMs: 3_600_000, startAt: '2026-01-01T00:00:00Z', endAt: '2026-01-01T05:30:00Z' }, now),
     ).toEqual([{ path: 'endAt', message: expect.any(String) }]);
     expect(scheduleIssues({ type: 'interval', everyMs: 60_000, endAt: '2026-06-01T09:00:00Z' }, now)).toEqual([
       { path: 'endAt', message: expect.any(String) },
@@ -336,9 +331,7 @@ describe('scheduleIssues', () => {
   });
 
   it('refuses a past `once`, with path `at`; `at` = now is accepted like a zero delay', () => {
-    expect(scheduleIssues({ type: 'once', at: '2026-06-01T09:59:59.999Z' }, now)).toEqual([
-      { path: 'at', message: expect.any(String) },
-    ]);
+    expect(scheduleIssues({ type: 'once', at: '2026-06-01T09:59:59.999Z' }, now)).toEqual([{ path: 'at', message: expect.any(String) }]);
     expect(scheduleIssues({ type: 'once', at: iso(now) }, now)).toEqual([]);
     expect(scheduleIssues({ type: 'delay', delayMs: 0 }, now)).toEqual([]);
   });
@@ -362,16 +355,15 @@ describe('scheduleIssues', () => {
   });
 
   it('reports a bad expression and a bad zone together', () => {
-    expect(
-      scheduleIssues({ type: 'cron', expression: '0 0 * * * *', timezone: 'Nowhere/Land' }, now).map((i) => i.path),
-    ).toEqual(['expression', 'timezone']);
+    expect(scheduleIssues({ type: 'cron', expression: '0 0 * * * *', timezone: 'Nowhere/Land' }, now).map((i) => i.path)).toEqual([
+      'expression',
+      'timezone',
+    ]);
   });
 
   it('refuses garbage and out-of-range fields', () => {
     for (const expression of ['0 24 * * *', '60 * * * *', '* * 0 * *', '* * * 13 *', 'a b c d e', '0 0 * FOO *']) {
-      expect(scheduleIssues({ type: 'cron', expression }, now), expression).toEqual([
-        { path: 'expression', message: expect.any(String) },
-      ]);
+      expect(scheduleIssues({ type: 'cron', expression }, now), expression).toEqual([{ path: 'expression', message: expect.any(String) }]);
     }
   });
 

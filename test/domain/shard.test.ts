@@ -5,8 +5,9 @@
  * with the high bit of their last 32 bits set included; and tenant ids as Chime makes them (v7) and random v4 ids
  * spread over every bucket, none holding more than 2.5 times its fair part.
  */
-import fc from 'fast-check';
+
 import { sql } from 'drizzle-orm';
+import fc from 'fast-check';
 import { v4 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdGenerator } from '../../src/domain/ids.ts';

@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_FAILURE_BURST } from '../../src/api/rate-limit.ts';
-import { ADMIN_TOKEN, startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { ADMIN_TOKEN, type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { type FreshDatabase, freshDatabase } from '../support/databases.ts';
 
 describe('failed admin-token attempts of a real process', () => {
   let db: FreshDatabase;

@@ -5,11 +5,11 @@
  * matching jobs, and a bulk resume brings them back with their next runs planned.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestTenant, type Api, type TestTenant } from '../support/api.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { type Api, createTestTenant, type TestTenant } from '../support/api.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { DATABASE_TARGETS, type FreshDatabase, freshDatabase } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 
 const DEAD_LETTERS = 2_500;
 const BATCH = 1_000;
@@ -19,7 +19,9 @@ async function walk<T>(api: Api, path: string, field: string): Promise<T[]> {
   const out: T[] = [];
   let cursor: string | null = null;
   do {
-    const r: { status: number; body: any } = await api.get(`${path}${path.includes('?') ? '&' : '?'}limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+    const r: { status: number; body: any } = await api.get(
+      `${path}${path.includes('?') ? '&' : '?'}limit=100${cursor ? `&cursor=${cursor}` : ''}`,
+    );
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     out.push(...r.body[field]);
     cursor = r.body.nextCursor;
@@ -128,7 +130,11 @@ describe.each(DATABASE_TARGETS)('bulk work on $kind', (target) => {
     expect(pause.body).toEqual({ matched: 12, changed: 12 });
 
     const statusOf = async (api: Api, ids: string[]) =>
-      Promise.all(ids.map(async (id) => (await api.get(`/v1/jobs/${id}`)).body as { status: string; pausedReason: string | null; nextRunAt: string | null }));
+      Promise.all(
+        ids.map(
+          async (id) => (await api.get(`/v1/jobs/${id}`)).body as { status: string; pausedReason: string | null; nextRunAt: string | null },
+        ),
+      );
     for (const j of await statusOf(tenant.api, ops)) expect(j).toMatchObject({ status: 'paused', pausedReason: 'manual', nextRunAt: null });
     for (const j of await statusOf(tenant.api, web)) expect(j).toMatchObject({ status: 'active', pausedReason: null });
     for (const j of await statusOf(other.api, othersOps)) expect(j).toMatchObject({ status: 'active', pausedReason: null });
@@ -136,7 +142,10 @@ describe.each(DATABASE_TARGETS)('bulk work on $kind', (target) => {
     const pausedListed = await walk<{ jobId: string }>(tenant.api, '/v1/jobs?status=paused&metadata.team=ops', 'jobs');
     expect(pausedListed.map((j) => j.jobId).sort()).toEqual([...ops].sort());
 
-    expect((await tenant.api.post('/v1/jobs/bulk', { action: 'pause', filter: { metadata: { team: 'ops' } } })).body).toEqual({ matched: 12, changed: 0 });
+    expect((await tenant.api.post('/v1/jobs/bulk', { action: 'pause', filter: { metadata: { team: 'ops' } } })).body).toEqual({
+      matched: 12,
+      changed: 0,
+    });
     const resume = await tenant.api.post('/v1/jobs/bulk', { action: 'resume', filter: { q: 'ops-', status: 'paused' } });
     expect(resume.body).toEqual({ matched: 12, changed: 12 });
     for (const j of await statusOf(tenant.api, ops)) {

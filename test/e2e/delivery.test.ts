@@ -5,14 +5,14 @@
  * dead letters and replay, and signing secret rotation.
  */
 import { randomBytes } from 'node:crypto';
+import { verifyWebhook } from '@chime/receiver';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyWebhook } from '@chime/receiver';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
-import { freePort, startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { type ChimeProcess, freePort, startChime } from '../support/chime-process.ts';
+import { DATABASE_TARGETS, type FreshDatabase, freshDatabase } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Received, type Receiver, type Reply } from '../support/receiver.ts';
+import { type Received, type Receiver, type Reply, startReceiver } from '../support/receiver.ts';
 
 type Run = {
   runId: string;
@@ -24,7 +24,14 @@ type Run = {
   responseStatus: number | null;
   error: string | null;
 };
-type Attempt = { attempt: number; durationMs: number; responseStatus: number | null; responseBodyExcerpt: string | null; errorClass: string | null; error: string | null };
+type Attempt = {
+  attempt: number;
+  durationMs: number;
+  responseStatus: number | null;
+  responseBodyExcerpt: string | null;
+  errorClass: string | null;
+  error: string | null;
+};
 type RunDetail = Run & { attemptLog: Attempt[] };
 
 const FINAL = new Set(['succeeded', 'failed', 'expired', 'skipped', 'canceled']);
@@ -137,11 +144,11 @@ describe.each(DATABASE_TARGETS)('callback delivery on $kind', (target) => {
     const [h] = hits('/headers');
     expect(h!.headers['x-team']).toBe('ops');
     expect(h!.headers['x-trace-id']).toBe('trace-42');
-    expect(h!.headers['authorization']).toBe('Bearer tok-ABC.123');
+    expect(h!.headers.authorization).toBe('Bearer tok-ABC.123');
     // No auth token configured: no Authorization header at all.
     const plain = await createJob({ callback: { url: `${receiver.url}/headers-none` } });
     await finalRun(plain);
-    expect(hits('/headers-none')[0]!.headers['authorization']).toBeUndefined();
+    expect(hits('/headers-none')[0]!.headers.authorization).toBeUndefined();
   });
 
   it('judges responses by successStatusCodes: exact codes and status classes', async () => {
@@ -182,10 +189,13 @@ describe.each(DATABASE_TARGETS)('callback delivery on $kind', (target) => {
     expect(run.status).toBe('failed');
     expect(run.attempts).toBe(1);
     expect(run.attemptLog[0]).toMatchObject({ responseStatus: 410, errorClass: 'bad_status' });
-    const job = await eventually(async () => {
-      const j = (await tenant.api.get(`/v1/jobs/${jobId}`)).body;
-      return j.status === 'paused' ? j : undefined;
-    }, { what: 'the job to pause' });
+    const job = await eventually(
+      async () => {
+        const j = (await tenant.api.get(`/v1/jobs/${jobId}`)).body;
+        return j.status === 'paused' ? j : undefined;
+      },
+      { what: 'the job to pause' },
+    );
     expect(job.pausedReason).toBe('gone');
     expect(job.nextRunAt).toBeNull();
     expect(hits('/gone')).toHaveLength(1);
@@ -262,10 +272,13 @@ describe.each(DATABASE_TARGETS)('callback delivery on $kind', (target) => {
     expect(replay.status).toBe(202);
     const newRunId: string = replay.body.runId;
     expect(newRunId).not.toBe(failed.runId);
-    const replayed = await eventually(async () => {
-      const r = await runDetail(newRunId);
-      return FINAL.has(r.status) ? r : undefined;
-    }, { what: 'the replayed run to finish' });
+    const replayed = await eventually(
+      async () => {
+        const r = await runDetail(newRunId);
+        return FINAL.has(r.status) ? r : undefined;
+      },
+      { what: 'the replayed run to finish' },
+    );
     expect(replayed).toMatchObject({ jobId, trigger: 'replay', status: 'succeeded', attempts: 1 });
 
     const h = hits('/flaky');
@@ -281,7 +294,10 @@ describe.each(DATABASE_TARGETS)('callback delivery on $kind', (target) => {
   it('signs with both the old and the new secret after a rotation', async () => {
     const rotating = await createTestTenant(chime.url, 'rotating');
     const oldSecret = rotating.signingSecret;
-    const jobId = await createJob({ schedule: { type: 'interval', everyMs: 1000 }, callback: { url: `${receiver.url}/rotation` } }, rotating);
+    const jobId = await createJob(
+      { schedule: { type: 'interval', everyMs: 1000 }, callback: { url: `${receiver.url}/rotation` } },
+      rotating,
+    );
     const signatures = (r: Received) => String(r.headers['webhook-signature']).split(' ');
     const asHeaders = (r: Received) => r.headers as Record<string, string>;
 

@@ -22,7 +22,7 @@ import { createTestTenant } from '../support/api.ts';
 import { CHIME_CLI } from '../support/build.ts';
 import { ADMIN_TOKEN } from '../support/chime-process.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const HAVE_STRACE = spawnSync('strace', ['-V'], { stdio: 'ignore' }).status === 0;
@@ -130,7 +130,21 @@ async function traceService(receiver: Receiver, env: Record<string, string>): Pr
   const traceFile = join(scratch, 'trace.txt');
   const child = spawn(
     'strace',
-    ['-f', '-qq', '-yy', '--seccomp-bpf', '-s', '48', '-e', `trace=${TRACED.join(',')}`, '-o', traceFile, process.execPath, CHIME_CLI, 'serve'],
+    [
+      '-f',
+      '-qq',
+      '-yy',
+      '--seccomp-bpf',
+      '-s',
+      '48',
+      '-e',
+      `trace=${TRACED.join(',')}`,
+      '-o',
+      traceFile,
+      process.execPath,
+      CHIME_CLI,
+      'serve',
+    ],
     {
       cwd: ROOT,
       env: {
@@ -215,7 +229,10 @@ describe.skipIf(!HAVE_STRACE && !REQUIRE_STRACE)('embedded durability, traced wi
     expect(t.exitCode, t.output).toBe(0);
     const v = judge(parseTrace(t.trace), t.apiPort, t.receiverPort);
     // The tenant, SINGLE jobs, the PUT and the batch.
-    expect(v.acks.map((a) => a.request), JSON.stringify(v)).toHaveLength(SINGLE + 3);
+    expect(
+      v.acks.map((a) => a.request),
+      JSON.stringify(v),
+    ).toHaveLength(SINGLE + 3);
     expect(v.acks.filter((a) => !a.synced)).toEqual([]);
     expect(v.callbacks).toBeGreaterThanOrEqual(SINGLE + 1 + BATCH);
     expect(v.unsyncedOutputs).toEqual([]);

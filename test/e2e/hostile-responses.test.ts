@@ -7,10 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { DATABASE_TARGETS, type FreshDatabase, freshDatabase } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Receiver, type Reply } from '../support/receiver.ts';
+import { type Receiver, type Reply, startReceiver } from '../support/receiver.ts';
 
 /** The answers, by path: each 200, so each run must end `succeeded`. */
 const BODIES: Record<string, Buffer> = {

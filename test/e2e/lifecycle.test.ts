@@ -4,10 +4,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { freshDatabase, WITH_CITUS, type FreshDatabase } from '../support/databases.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { type FreshDatabase, freshDatabase, WITH_CITUS } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 
 type Run = { runId: string; status: string; scheduledFor: string; trigger: string };
 
@@ -74,7 +74,11 @@ describe.each(WITH_CITUS)('job lifecycle on $kind', (target) => {
     const body = { schedule: { type: 'delay', delayMs: 3_600_000 }, callback: { url: `${receiver.url}/keyed` } };
     const first = await tenant.api.request('PUT', '/v1/jobs/by-key/report-eu', body);
     expect(first.status).toBe(201);
-    const second = await tenant.api.request('PUT', '/v1/jobs/by-key/report-eu', { ...body, name: 'renamed', schedule: { type: 'delay', delayMs: 7_200_000 } });
+    const second = await tenant.api.request('PUT', '/v1/jobs/by-key/report-eu', {
+      ...body,
+      name: 'renamed',
+      schedule: { type: 'delay', delayMs: 7_200_000 },
+    });
     expect(second.status).toBe(200);
     expect(second.body.jobId).toBe(first.body.jobId);
     expect(second.body.name).toBe('renamed');
@@ -88,7 +92,10 @@ describe.each(WITH_CITUS)('job lifecycle on $kind', (target) => {
   });
 
   it('previews a cron schedule in a time zone', async () => {
-    const r = await tenant.api.post('/v1/schedules/preview', { schedule: { type: 'cron', expression: '0 9 * * 1', timezone: 'Europe/Berlin', startAt: '2027-01-01T00:00:00Z' }, count: 3 });
+    const r = await tenant.api.post('/v1/schedules/preview', {
+      schedule: { type: 'cron', expression: '0 9 * * 1', timezone: 'Europe/Berlin', startAt: '2027-01-01T00:00:00Z' },
+      count: 3,
+    });
     expect(r.status).toBe(200);
     expect(r.body.occurrences).toEqual(['2027-01-04T08:00:00.000Z', '2027-01-11T08:00:00.000Z', '2027-01-18T08:00:00.000Z']);
     const bad = await tenant.api.post('/v1/schedules/preview', { schedule: { type: 'cron', expression: '0 0 30 2 *' } });
@@ -129,10 +136,13 @@ describe.each(WITH_CITUS)('catch-up after downtime on $kind', (target) => {
       await eventually(async () => (await missed(jobs.none!)).some((r) => r.status === 'skipped'), { what: 'catchUp none' });
       await eventually(async () => (await missed(jobs.one!)).some((r) => r.status === 'succeeded'), { what: 'catchUp one' });
       // After the catch-up, each job is back on its schedule with one waiting occurrence in the future.
-      await eventually(async () => {
-        const runs: Run[] = (await tenant.api.get(`/v1/jobs/${jobs.one}/runs?limit=100`)).body.runs;
-        return runs.some((r) => r.status === 'scheduled' && Date.parse(r.scheduledFor) > restartAt);
-      }, { what: 'the schedule to resume' });
+      await eventually(
+        async () => {
+          const runs: Run[] = (await tenant.api.get(`/v1/jobs/${jobs.one}/runs?limit=100`)).body.runs;
+          return runs.some((r) => r.status === 'scheduled' && Date.parse(r.scheduledFor) > restartAt);
+        },
+        { what: 'the schedule to resume' },
+      );
       expect((await missed(jobs.one!)).filter((r) => r.status === 'succeeded')).toHaveLength(1);
       expect((await missed(jobs.none!)).filter((r) => r.status === 'succeeded')).toHaveLength(0);
       expect((await missed(jobs.all!)).filter((r) => r.status === 'succeeded').length).toBe(4);

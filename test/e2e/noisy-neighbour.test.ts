@@ -10,10 +10,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/domain/shard.ts';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { DATABASE_TARGETS, type FreshDatabase, freshDatabase } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 
 const FLOOD = { pglite: 4_000, postgres: 8_000, citus: 8_000 } as const;
 const DESTINATIONS = 16;
@@ -63,7 +63,10 @@ describe.each(DATABASE_TARGETS)('a noisy neighbour on $kind', (target) => {
     // B's runs fall due one every 25 ms from 300 ms into the flood: well inside A's drain.
     const quietAt = Array.from({ length: QUIET_RUNS }, (_, i) => floodAt + 300 + i * 25);
     const created = await b.api.post('/v1/jobs/batch', {
-      jobs: quietAt.map((at, i) => ({ schedule: { type: 'once', at: new Date(at).toISOString() }, callback: { url: `${quiet.url}/b/${i}` } })),
+      jobs: quietAt.map((at, i) => ({
+        schedule: { type: 'once', at: new Date(at).toISOString() },
+        callback: { url: `${quiet.url}/b/${i}` },
+      })),
     });
     expect(created.status).toBe(200);
     expect(created.body.results.every((x: { status: number }) => x.status === 201)).toBe(true);

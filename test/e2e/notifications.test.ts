@@ -12,13 +12,18 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { DATABASE_TARGETS, type FreshDatabase, freshDatabase } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Received, type Receiver, type Reply } from '../support/receiver.ts';
+import { type Received, type Receiver, type Reply, startReceiver } from '../support/receiver.ts';
 
 const NO_RETRY = { strategy: 'none' } as const;
-type Event = { type: string; eventId: string; occurredAt: string; data: { job: { jobId: string; status: string; pausedReason: string | null }; run?: { runId: string; status: string }; reason?: string } };
+type Event = {
+  type: string;
+  eventId: string;
+  occurredAt: string;
+  data: { job: { jobId: string; status: string; pausedReason: string | null }; run?: { runId: string; status: string }; reason?: string };
+};
 
 describe.each(DATABASE_TARGETS)('notifications on $kind', (target) => {
   let db: FreshDatabase;
@@ -54,13 +59,20 @@ describe.each(DATABASE_TARGETS)('notifications on $kind', (target) => {
     return r.body as { endpointId: string };
   };
   const job = async (path: string, extra: Record<string, unknown> = {}, t: TestTenant = tenant) => {
-    const r = await t.api.post('/v1/jobs', { schedule: { type: 'delay', delayMs: 0 }, callback: { url: `${callbacks.url}${path}` }, retry: NO_RETRY, ...extra });
+    const r = await t.api.post('/v1/jobs', {
+      schedule: { type: 'delay', delayMs: 0 },
+      callback: { url: `${callbacks.url}${path}` },
+      retry: NO_RETRY,
+      ...extra,
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     return r.body as { jobId: string };
   };
   /** The status of each job's first run, once every one of them is final (undefined before). */
   const finalStatuses = async (jobIds: string[], t: TestTenant = tenant) => {
-    const statuses = await Promise.all(jobIds.map(async (id) => (await t.api.get(`/v1/jobs/${id}/runs`)).body.runs.at(-1)?.status as string | undefined));
+    const statuses = await Promise.all(
+      jobIds.map(async (id) => (await t.api.get(`/v1/jobs/${id}/runs`)).body.runs.at(-1)?.status as string | undefined),
+    );
     return statuses.every((s) => s && !['scheduled', 'running', 'retrying'].includes(s)) ? statuses : undefined;
   };
   const events = (path: string): Event[] => notifications.received.filter((r) => r.path === path).map((r) => JSON.parse(r.body));
@@ -68,11 +80,17 @@ describe.each(DATABASE_TARGETS)('notifications on $kind', (target) => {
   it('a dead letter reaches the endpoint as run.failed within 2 s, signed with the tenant secret', async () => {
     const failedEndpoint = await endpoint('/failed', ['run.failed']);
     const j = await job('/fail-once');
-    const failedAt = await eventually(async () => {
-      const runs = (await tenant.api.get(`/v1/jobs/${j.jobId}/runs`)).body.runs;
-      return runs[0]?.status === 'failed' ? Date.parse(runs[0].finishedAt) : undefined;
-    }, { what: 'the run to dead-letter' });
-    const got = await eventually(() => notifications.received.find((r) => r.path === '/failed'), { what: 'the run.failed notification', timeoutMs: 5_000 });
+    const failedAt = await eventually(
+      async () => {
+        const runs = (await tenant.api.get(`/v1/jobs/${j.jobId}/runs`)).body.runs;
+        return runs[0]?.status === 'failed' ? Date.parse(runs[0].finishedAt) : undefined;
+      },
+      { what: 'the run to dead-letter' },
+    );
+    const got = await eventually(() => notifications.received.find((r) => r.path === '/failed'), {
+      what: 'the run.failed notification',
+      timeoutMs: 5_000,
+    });
     // From the dead letter's finishedAt (the dispatcher's clock: the same machine) to the notification's arrival.
     expect(got.at - failedAt, 'notified within 2 s of the dead letter').toBeLessThan(2_000);
     expect(got.at).toBeGreaterThanOrEqual(failedAt);
@@ -107,15 +125,21 @@ describe.each(DATABASE_TARGETS)('notifications on $kind', (target) => {
 
   it('pauseAfterFailures: 2 pauses after the second failed run in a row, not the first; resume resets the count', async () => {
     const j = await job('/fail-twice', { schedule: { type: 'interval', everyMs: 1_000 }, pauseAfterFailures: 2 });
-    const first = await eventually(async () => {
-      const r = (await tenant.api.get(`/v1/jobs/${j.jobId}`)).body;
-      return r.consecutiveFailures >= 1 ? r : undefined;
-    }, { what: 'the first failure counted' });
+    const first = await eventually(
+      async () => {
+        const r = (await tenant.api.get(`/v1/jobs/${j.jobId}`)).body;
+        return r.consecutiveFailures >= 1 ? r : undefined;
+      },
+      { what: 'the first failure counted' },
+    );
     expect(first).toMatchObject({ consecutiveFailures: 1, status: 'active', pausedReason: null });
-    const paused = await eventually(async () => {
-      const r = (await tenant.api.get(`/v1/jobs/${j.jobId}`)).body;
-      return r.status === 'paused' ? r : undefined;
-    }, { what: 'the job to pause' });
+    const paused = await eventually(
+      async () => {
+        const r = (await tenant.api.get(`/v1/jobs/${j.jobId}`)).body;
+        return r.status === 'paused' ? r : undefined;
+      },
+      { what: 'the job to pause' },
+    );
     expect(paused).toMatchObject({ pausedReason: 'consecutive_failures', consecutiveFailures: 2, pauseAfterFailures: 2 });
     const failedRuns = (await tenant.api.get(`/v1/jobs/${j.jobId}/runs?status=failed`)).body.runs;
     expect(failedRuns).toHaveLength(2);
@@ -123,7 +147,10 @@ describe.each(DATABASE_TARGETS)('notifications on $kind', (target) => {
     expect(e.data.reason).toBe('consecutive_failures');
     const resumed = await tenant.api.request('PATCH', `/v1/jobs/${j.jobId}`, { paused: false });
     expect(resumed.body).toMatchObject({ status: 'active', pausedReason: null, consecutiveFailures: 0 });
-    expect((await tenant.api.request('PATCH', `/v1/jobs/${j.jobId}`, { paused: true })).body).toMatchObject({ status: 'paused', pausedReason: 'manual' });
+    expect((await tenant.api.request('PATCH', `/v1/jobs/${j.jobId}`, { paused: true })).body).toMatchObject({
+      status: 'paused',
+      pausedReason: 'manual',
+    });
   });
 
   it('an endpoint answering 500 is retried, its history shows it, and callbacks keep flowing meanwhile', async () => {
@@ -133,14 +160,20 @@ describe.each(DATABASE_TARGETS)('notifications on $kind', (target) => {
     await job('/fail-flaky');
     // While the endpoint fails, the tenant's other callbacks are delivered.
     const oks = await Promise.all([1, 2, 3].map(() => job('/ok')));
-    await eventually(async () => {
-      const statuses = await Promise.all(oks.map(async (o) => (await tenant.api.get(`/v1/jobs/${o.jobId}/runs`)).body.runs[0]?.status));
-      return statuses.every((s) => s === 'succeeded');
-    }, { what: 'the other callbacks to succeed' });
-    const deliveries = await eventually(async () => {
-      const d = (await tenant.api.get(`/v1/notification-endpoints/${flaky.endpointId}/deliveries`)).body.deliveries;
-      return d.length === 1 && d[0].status === 'succeeded' ? d : undefined;
-    }, { what: 'the delivery to succeed on a retry', timeoutMs: 20_000 });
+    await eventually(
+      async () => {
+        const statuses = await Promise.all(oks.map(async (o) => (await tenant.api.get(`/v1/jobs/${o.jobId}/runs`)).body.runs[0]?.status));
+        return statuses.every((s) => s === 'succeeded');
+      },
+      { what: 'the other callbacks to succeed' },
+    );
+    const deliveries = await eventually(
+      async () => {
+        const d = (await tenant.api.get(`/v1/notification-endpoints/${flaky.endpointId}/deliveries`)).body.deliveries;
+        return d.length === 1 && d[0].status === 'succeeded' ? d : undefined;
+      },
+      { what: 'the delivery to succeed on a retry', timeoutMs: 20_000 },
+    );
     expect(deliveries[0]).toMatchObject({ type: 'run.failed', attempts: 2, responseStatus: 200 });
     const tries = notifications.received.filter((r) => r.path === '/flaky');
     expect(tries).toHaveLength(2);
@@ -163,7 +196,16 @@ describe.each(DATABASE_TARGETS)('notifications on $kind', (target) => {
 
     // While the delivery hangs, the tenant's callbacks go out and succeed.
     const whileHanging = await Promise.all([1, 2, 3].map(() => job('/ok-while-hanging', {}, own)));
-    expect(await eventually(() => finalStatuses(whileHanging.map((o) => o.jobId), own), { what: 'the callbacks during the hang' })).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    expect(
+      await eventually(
+        () =>
+          finalStatuses(
+            whileHanging.map((o) => o.jobId),
+            own,
+          ),
+        { what: 'the callbacks during the hang' },
+      ),
+    ).toEqual(['succeeded', 'succeeded', 'succeeded']);
     expect(await deliveries()).toMatchObject([{ type: 'run.failed', status: 'running', attempts: 1 }]);
 
     // The hang times out; the retry is answered 500: the delivery waits for its next try, and says why.
@@ -179,7 +221,16 @@ describe.each(DATABASE_TARGETS)('notifications on $kind', (target) => {
 
     // Still retrying, and callbacks still flow.
     const whileRetrying = await Promise.all([1, 2, 3].map(() => job('/ok-while-retrying', {}, own)));
-    expect(await eventually(() => finalStatuses(whileRetrying.map((o) => o.jobId), own), { what: 'the callbacks during the retries' })).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    expect(
+      await eventually(
+        () =>
+          finalStatuses(
+            whileRetrying.map((o) => o.jobId),
+            own,
+          ),
+        { what: 'the callbacks during the retries' },
+      ),
+    ).toEqual(['succeeded', 'succeeded', 'succeeded']);
     expect((await deliveries())[0]).toMatchObject({ status: 'retrying' });
     // Done: the endpoint goes, and its waiting delivery with it.
     expect((await own.api.request('DELETE', `/v1/notification-endpoints/${down.endpointId}`)).status).toBe(204);
@@ -207,7 +258,11 @@ describe.each(DATABASE_TARGETS)('notifications on $kind', (target) => {
       expect(runs).toContain(e.data.run!.runId);
     }
     // With pauseAfterFailures: 1, one counted expiry would have paused the job.
-    expect((await tenant.api.get(`/v1/jobs/${j.jobId}`)).body).toMatchObject({ status: 'active', consecutiveFailures: 0, pausedReason: null });
+    expect((await tenant.api.get(`/v1/jobs/${j.jobId}`)).body).toMatchObject({
+      status: 'active',
+      consecutiveFailures: 0,
+      pausedReason: null,
+    });
     expect((await tenant.api.get(`/v1/jobs/${j.jobId}/runs?status=failed`)).body.runs).toEqual([]);
     expect((await tenant.api.request('PATCH', `/v1/jobs/${j.jobId}`, { paused: true })).status).toBe(200);
   }, 30_000);
@@ -230,16 +285,25 @@ describe.each(DATABASE_TARGETS)('notifications on $kind', (target) => {
     await eventually(() => Date.now() > at, { what: 'the only date to pass', timeoutMs: 10_000, intervalMs: 100 });
     const resumed = await tenant.api.request('PATCH', `/v1/jobs/${j.jobId}`, { paused: false });
     expect(resumed.body).toMatchObject({ status: 'completed', nextRunAt: null, pausedReason: null });
-    const e = await eventually(() => events('/completed').find((x) => x.data.job.jobId === j.jobId), { what: 'job.completed after the resume' });
+    const e = await eventually(() => events('/completed').find((x) => x.data.job.jobId === j.jobId), {
+      what: 'job.completed after the resume',
+    });
     expect(e.data.job).toMatchObject({ status: 'completed', pausedReason: null });
     // Once: a later change of a completed job is no new event (nothing to re-plan into).
     expect((await tenant.api.request('PATCH', `/v1/jobs/${j.jobId}`, { jitterMs: 10 })).body.status).toBe('completed');
     expect(callbacks.received.filter((r) => r.path === '/ok-never')).toEqual([]);
-    const sent = await eventually(async () => {
-      const d = (await tenant.api.get('/v1/notification-endpoints')).body.endpoints.find((x: { url: string }) => x.url.endsWith('/completed'));
-      const list = (await tenant.api.get(`/v1/notification-endpoints/${d.endpointId}/deliveries?limit=100`)).body.deliveries as { status: string }[];
-      return list.every((x) => x.status === 'succeeded') ? list : undefined;
-    }, { what: 'the deliveries to finish' });
+    const sent = await eventually(
+      async () => {
+        const d = (await tenant.api.get('/v1/notification-endpoints')).body.endpoints.find((x: { url: string }) =>
+          x.url.endsWith('/completed'),
+        );
+        const list = (await tenant.api.get(`/v1/notification-endpoints/${d.endpointId}/deliveries?limit=100`)).body.deliveries as {
+          status: string;
+        }[];
+        return list.every((x) => x.status === 'succeeded') ? list : undefined;
+      },
+      { what: 'the deliveries to finish' },
+    );
     expect(events('/completed').filter((x) => x.data.job.jobId === j.jobId)).toHaveLength(1);
     expect(sent.length).toBe(events('/completed').length);
   }, 30_000);
@@ -253,10 +317,10 @@ describe.each(DATABASE_TARGETS)('notifications on $kind', (target) => {
     const first = await eventually(() => notifications.received.find((r) => r.path === '/crash'), { what: 'the notification in flight' });
     expect(await chime.stop('SIGKILL')).toBeNull();
     chime = await startChime({ ...env(), PORT: String(chime.port) });
-    const again = await eventually(
-      () => notifications.received.filter((r) => r.path === '/crash')[1],
-      { what: 'the notification re-sent after the restart', timeoutMs: 30_000 },
-    );
+    const again = await eventually(() => notifications.received.filter((r) => r.path === '/crash')[1], {
+      what: 'the notification re-sent after the restart',
+      timeoutMs: 30_000,
+    });
     expect(again.headers['webhook-id']).toBe(first.headers['webhook-id']);
     const e = JSON.parse(again.body) as Event;
     expect(e).toMatchObject({ type: 'run.failed', data: { job: { jobId: j.jobId }, run: { status: 'failed' } } });

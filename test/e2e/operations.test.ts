@@ -10,8 +10,8 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_TENANT_FILE } from '../../src/first-tenant.ts';
 import { apiClient } from '../support/api.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { DATABASE_TARGETS, type FreshDatabase, freshDatabase } from '../support/databases.ts';
 
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
 
@@ -89,7 +89,11 @@ describe.each(DATABASE_TARGETS)('operations of a real process on $kind', (target
       const file = join(fresh.dataDir!, FIRST_TENANT_FILE);
       const first = await withChime(fresh.env, ['serve'], async (c) => {
         const saved = JSON.parse(await readFile(file, 'utf8'));
-        expect(saved).toMatchObject({ tenant: { name: 'default' }, apiKey: expect.stringMatching(/^chk_/), signingSecret: expect.stringMatching(/^whsec_/) });
+        expect(saved).toMatchObject({
+          tenant: { name: 'default' },
+          apiKey: expect.stringMatching(/^chk_/),
+          signingSecret: expect.stringMatching(/^whsec_/),
+        });
         expect((await stat(file)).mode & 0o777).toBe(0o600);
         expect(c.output()).toContain(saved.apiKey); // shown on this start
         const me = await apiClient(c.url, saved.apiKey).get('/v1/tenant');

@@ -6,7 +6,7 @@
  * verified, the run must be `succeeded` with its attempt log, and no file with a secret may be left where git would
  * commit it. Commit before running this locally: the clone sees HEAD, not the working tree.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -86,10 +86,24 @@ describe("the README's Quick start, pasted top to bottom", () => {
     const status = spawnSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: clone, encoding: 'utf8' });
     expect(status.stdout, 'files git would pick up').toBe('');
     const saved = JSON.parse(await readFile(join(clone, '.chime/first-tenant.json'), 'utf8'));
-    const grep = spawnSync('grep', ['-rlF', '--exclude-dir=.chime', '--exclude-dir=node_modules', '--exclude-dir=.git', '-e', saved.apiKey, '-e', saved.signingSecret, '.'], {
-      cwd: clone,
-      encoding: 'utf8',
-    });
+    const grep = spawnSync(
+      'grep',
+      [
+        '-rlF',
+        '--exclude-dir=.chime',
+        '--exclude-dir=node_modules',
+        '--exclude-dir=.git',
+        '-e',
+        saved.apiKey,
+        '-e',
+        saved.signingSecret,
+        '.',
+      ],
+      {
+        cwd: clone,
+        encoding: 'utf8',
+      },
+    );
     expect(grep.stdout, 'files holding a secret').toBe('');
   }, 180_000);
 });

@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEY_FILE } from '../../src/runtime.ts';
 import { apiClient, createTestTenant, type TestTenant } from '../support/api.ts';
 import { startChime } from '../support/chime-process.ts';
-import { runChime, type ChimeRun } from '../support/chime-run.ts';
-import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { type ChimeRun, runChime } from '../support/chime-run.ts';
+import { DATABASE_TARGETS, type FreshDatabase, freshDatabase } from '../support/databases.ts';
 
 /** A valid key (32 bytes, base64) other than the one the data was sealed with. */
 const OTHER_KEY = Buffer.alloc(32, 42).toString('base64');

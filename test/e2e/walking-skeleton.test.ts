@@ -7,10 +7,10 @@ import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { freshDatabase, WITH_CITUS, type FreshDatabase } from '../support/databases.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { type FreshDatabase, freshDatabase, WITH_CITUS } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 
 describe.each(WITH_CITUS)('walking skeleton on $kind', (target) => {
   let db: FreshDatabase;
@@ -45,16 +45,19 @@ describe.each(WITH_CITUS)('walking skeleton on $kind', (target) => {
     expect(created.body.nextRunAt).toBe(at);
     const jobId = created.body.jobId;
 
-    const runs = await eventually(async () => {
-      const r = await tenant.api.get(`/v1/jobs/${jobId}/runs`);
-      return r.body.runs[0]?.status === 'succeeded' ? r.body.runs : undefined;
-    }, { what: 'the run to succeed' });
+    const runs = await eventually(
+      async () => {
+        const r = await tenant.api.get(`/v1/jobs/${jobId}/runs`);
+        return r.body.runs[0]?.status === 'succeeded' ? r.body.runs : undefined;
+      },
+      { what: 'the run to succeed' },
+    );
     const hits = receiver.received.filter((r) => r.path === '/ok/once');
     expect(hits).toHaveLength(1);
     const hit = hits[0]!;
     expect(hit.at).toBeGreaterThanOrEqual(Date.parse(at));
     expect(JSON.parse(hit.body)).toEqual({ report: 'nightly' });
-    expect(hit.headers['authorization']).toBe('Bearer s3cr3t');
+    expect(hit.headers.authorization).toBe('Bearer s3cr3t');
     expect(hit.headers['x-team']).toBe('ops');
     expect(hit.headers['webhook-id']).toBe(runs[0].runId);
     expect(hit.headers['chime-job-id']).toBe(jobId);
@@ -63,7 +66,9 @@ describe.each(WITH_CITUS)('walking skeleton on $kind', (target) => {
     // Standard Webhooks, with the receivers' own library.
     const wh = new Webhook(tenant.signingSecret);
     expect(() => wh.verify(hit.body, hit.headers as Record<string, string>)).not.toThrow();
-    expect(() => new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(hit.body, hit.headers as Record<string, string>)).toThrow();
+    expect(() =>
+      new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(hit.body, hit.headers as Record<string, string>),
+    ).toThrow();
 
     // Chime-Signature, with jose and the published JWKS.
     const jwks = createRemoteJWKSet(new URL(`${chime.url}/.well-known/jwks.json`));
@@ -95,10 +100,13 @@ describe.each(WITH_CITUS)('walking skeleton on $kind', (target) => {
     });
     expect(created.status).toBe(201);
     const jobId = created.body.jobId;
-    const run = await eventually(async () => {
-      const r = await tenant.api.get(`/v1/jobs/${jobId}/runs`);
-      return r.body.runs[0]?.status === 'failed' ? r.body.runs[0] : undefined;
-    }, { what: 'the run to fail' });
+    const run = await eventually(
+      async () => {
+        const r = await tenant.api.get(`/v1/jobs/${jobId}/runs`);
+        return r.body.runs[0]?.status === 'failed' ? r.body.runs[0] : undefined;
+      },
+      { what: 'the run to fail' },
+    );
 
     const hits = receiver.received.filter((r) => r.path === '/fail/retry');
     expect(hits).toHaveLength(3);

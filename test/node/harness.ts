@@ -2,7 +2,7 @@
  * Drives the real `chime node` process (`npx tsx src/cli.ts node`, from the repository root) through its stdin and
  * stdout, as a Maelstrom-style harness would. Used by the node protocol's process tests.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 /** The repository root (this file is test/node/harness.ts). */

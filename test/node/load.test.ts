@@ -16,7 +16,10 @@ function message(i: number): { line: string; type: string; code?: number } {
   const env = (body: Record<string, unknown>) => JSON.stringify({ src: 'c1', dest: 'n1', body: { msg_id: i, ...body } });
   switch (i % 10) {
     case 1:
-      return { line: env({ type: 'schedule_job', task: `t${i}`, payload: { i }, delay_ms: i, current_time: T0 + i * 1000 }), type: 'job_scheduled' };
+      return {
+        line: env({ type: 'schedule_job', task: `t${i}`, payload: { i }, delay_ms: i, current_time: T0 + i * 1000 }),
+        type: 'job_scheduled',
+      };
     case 2:
       return { line: env({ type: 'schedule_job', task: `c${i}`, payload: null, cron: '*/5 * * * *' }), type: 'job_scheduled' };
     case 3:

@@ -73,7 +73,9 @@ describe('chime node: init and schedule_job', () => {
     expect(await p.rpc({ type: 'init', node_id: 'n1', node_ids: ['n1', 'n2'] })).toEqual({ type: 'init_ok', in_reply_to: 1 });
 
     // One-time job: scheduled_at = now + delay_ms (logical time, here as epoch ms).
-    expect(await p.rpc({ type: 'schedule_job', task: 'ping', payload: null, delay_ms: 0, current_time: Date.parse('2026-11-22T12:00:00Z') })).toEqual({
+    expect(
+      await p.rpc({ type: 'schedule_job', task: 'ping', payload: null, delay_ms: 0, current_time: Date.parse('2026-11-22T12:00:00Z') }),
+    ).toEqual({
       type: 'job_scheduled',
       in_reply_to: 2,
       job_id: expect.stringMatching(UUID),
@@ -97,7 +99,8 @@ describe('chime node: execute_jobs', () => {
   it('runs due jobs in due order at logical time; recurring jobs move on, one-time jobs are done', async () => {
     const p = start();
     await p.rpc({ type: 'init', node_id: 'n1', node_ids: ['n1'] });
-    const id = async (body: Record<string, unknown>) => (await p.rpc({ type: 'schedule_job', task: 't', payload: {}, ...body })).job_id as string;
+    const id = async (body: Record<string, unknown>) =>
+      (await p.rpc({ type: 'schedule_job', task: 't', payload: {}, ...body })).job_id as string;
     const cron = await id({ cron: '*/15 * * * *', current_time: '2026-11-22T10:00:00Z' }); // due 10:15, first
     const soon = await id({ delay_ms: 60_000 }); // 10:01
     const tie = await id({ delay_ms: 900_000 }); // 10:15, scheduled after the cron job
@@ -125,11 +128,16 @@ describe('chime node: execute_job', () => {
     const p = start();
     await p.rpc({ type: 'init', node_id: 'n1', node_ids: ['n1'] });
     const schedule = async (extra: Record<string, unknown> = {}) =>
-      (await p.rpc({ type: 'schedule_job', task: 't', payload: null, delay_ms: 10_000, current_time: '2026-11-22T10:00:00Z', ...extra })).job_id as string;
+      (await p.rpc({ type: 'schedule_job', task: 't', payload: null, delay_ms: 10_000, current_time: '2026-11-22T10:00:00Z', ...extra }))
+        .job_id as string;
 
     const ok = await schedule();
     expect(await p.rpc({ type: 'execute_job', job_id: ok })).toEqual({ type: 'job_executed', in_reply_to: 3, job_id: ok });
-    expect(await p.rpc({ type: 'execute_job', job_id: ok, force_fail: false })).toEqual({ type: 'job_executed', in_reply_to: 4, job_id: ok });
+    expect(await p.rpc({ type: 'execute_job', job_id: ok, force_fail: false })).toEqual({
+      type: 'job_executed',
+      in_reply_to: 4,
+      job_id: ok,
+    });
 
     const failing = await schedule();
     const fail = () => p.rpc({ type: 'execute_job', job_id: failing, force_fail: true });
@@ -158,10 +166,16 @@ describe('chime node: execute_job', () => {
 
     // A scheduled retry is run by execute_jobs at now + backoff; the success ends the run (the count restarts).
     const retried = await schedule({ delay_ms: 3_600_000, current_time: '2026-11-22T11:00:00Z' });
-    expect(await p.rpc({ type: 'execute_job', job_id: retried, force_fail: true })).toMatchObject({ retry_scheduled: true, backoff_ms: 2000 });
+    expect(await p.rpc({ type: 'execute_job', job_id: retried, force_fail: true })).toMatchObject({
+      retry_scheduled: true,
+      backoff_ms: 2000,
+    });
     expect(await p.rpc({ type: 'execute_jobs', current_time: '2026-11-22T11:00:01.999Z' })).toMatchObject({ count: 0 });
     expect(await p.rpc({ type: 'execute_jobs', current_time: '2026-11-22T11:00:02Z' })).toMatchObject({ count: 1, jobs: [retried] });
-    expect(await p.rpc({ type: 'execute_job', job_id: retried, force_fail: true })).toMatchObject({ retry_scheduled: true, backoff_ms: 2000 });
+    expect(await p.rpc({ type: 'execute_job', job_id: retried, force_fail: true })).toMatchObject({
+      retry_scheduled: true,
+      backoff_ms: 2000,
+    });
 
     // An unknown job id: code 20, for plain and failing runs alike.
     for (const force_fail of [false, true]) {
@@ -196,7 +210,11 @@ describe('chime node: errors', () => {
     // A truncated line whose msg_id can be read: code 12.
     await p.sendRaw('{"src":"c1","dest":"n1","body":{"type":"schedule_job","msg_id":101,"task":"t"');
     replies++;
-    expect(await p.nextReply()).toEqual({ src: 'n1', dest: 'c1', body: { type: 'error', in_reply_to: 101, code: 12, text: expect.stringMatching(/not JSON/) } });
+    expect(await p.nextReply()).toEqual({
+      src: 'n1',
+      dest: 'c1',
+      body: { type: 'error', in_reply_to: 101, code: 12, text: expect.stringMatching(/not JSON/) },
+    });
 
     // Unknown type: 10.
     await expectError({ type: 'delete_everything' }, 10);
@@ -236,7 +254,12 @@ describe('chime node: errors', () => {
 
     const all = await finish(p, replies);
     expect(all.filter((r) => r.body.type === 'error').map((r) => r.body.code)).toEqual([
-      12, 10, 10, ...Array<number>(16).fill(12), ...Array<number>(7).fill(12), 20,
+      12,
+      10,
+      10,
+      ...Array<number>(16).fill(12),
+      ...Array<number>(7).fill(12),
+      20,
     ]);
     expect(p.stderr).toMatch(/not answered: no src: this is not json/);
     expect(p.stderr).toMatch(/not answered: no msg_id/);

@@ -1,8 +1,8 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.ts';
-import { ChimeNode } from '../../src/node/node.ts';
 import { runNodeProtocol } from '../../src/node/index.ts';
+import { ChimeNode } from '../../src/node/node.ts';
 import { ProtocolError, parseLine, parseTime, reply } from '../../src/node/protocol.ts';
 
 describe('parseTime', () => {
@@ -65,7 +65,9 @@ describe('parseLine', () => {
   });
 
   it('builds replies with in_reply_to after type', () => {
-    expect(JSON.stringify(reply('n1', 'c1', 3, { type: 'init_ok' }))).toBe('{"src":"n1","dest":"c1","body":{"type":"init_ok","in_reply_to":3}}');
+    expect(JSON.stringify(reply('n1', 'c1', 3, { type: 'init_ok' }))).toBe(
+      '{"src":"n1","dest":"c1","body":{"type":"init_ok","in_reply_to":3}}',
+    );
     expect(reply('n1', 'c1', undefined, { type: 'x' }).body).toEqual({ type: 'x' });
   });
 });
@@ -87,8 +89,12 @@ describe('ChimeNode (in process)', () => {
     const { send } = make();
     expect(send({ type: 'schedule_job', msg_id: 1, task: 't', delay_ms: 1000 })!.body.scheduled_at).toBe('2026-11-22T10:00:01.000Z');
     const t = Date.parse('2030-01-01T00:00:00Z');
-    expect(send({ type: 'schedule_job', msg_id: 2, task: 't', delay_ms: 1000, current_time: t })!.body.scheduled_at).toBe('2030-01-01T00:00:01.000Z');
-    expect(send({ type: 'schedule_job', msg_id: 3, task: 't', delay_ms: 0, current_time: '2031-01-01T01:00:00+01:00' })!.body.scheduled_at).toBe('2031-01-01T00:00:00.000Z');
+    expect(send({ type: 'schedule_job', msg_id: 2, task: 't', delay_ms: 1000, current_time: t })!.body.scheduled_at).toBe(
+      '2030-01-01T00:00:01.000Z',
+    );
+    expect(
+      send({ type: 'schedule_job', msg_id: 3, task: 't', delay_ms: 0, current_time: '2031-01-01T01:00:00+01:00' })!.body.scheduled_at,
+    ).toBe('2031-01-01T00:00:00.000Z');
     // current_time on a message of another type moves the clock too
     send({ type: 'init', msg_id: 4, node_id: 'n1', node_ids: ['n1'], current_time: '2032-01-01T00:00:00Z' });
     expect(send({ type: 'schedule_job', msg_id: 5, task: 't', cron: '0 0 * * *' })!.body.next_run).toBe('2032-01-02T00:00:00.000Z');

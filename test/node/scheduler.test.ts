@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.ts';
-import { InvalidJobError, Scheduler, UnknownJobError, nodeRetryPolicy } from '../../src/node/scheduler.ts';
+import { InvalidJobError, nodeRetryPolicy, Scheduler, UnknownJobError } from '../../src/node/scheduler.ts';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 const at = (iso: string): number => Date.parse(iso);
@@ -17,7 +17,14 @@ describe('Scheduler: one-time jobs', () => {
   it('is due at now + delayMs, runs once at its due time, and is then done', () => {
     const { clock, scheduler } = setup();
     const job = scheduler.schedule({ task: 'send-email', payload: { to: 'user@example.com' }, delayMs: 60_000 });
-    expect(job).toMatchObject({ id: 'job-1', kind: 'once', status: 'scheduled', dueAt: at('2026-11-22T10:01:00.000Z'), failures: 0, seq: 1 });
+    expect(job).toMatchObject({
+      id: 'job-1',
+      kind: 'once',
+      status: 'scheduled',
+      dueAt: at('2026-11-22T10:01:00.000Z'),
+      failures: 0,
+      seq: 1,
+    });
     expect(job.schedule).toEqual({ type: 'delay', delayMs: 60_000, at: '2026-11-22T10:01:00.000Z' });
 
     clock.set(at('2026-11-22T10:00:59.999Z'));
@@ -170,20 +177,31 @@ describe('Scheduler: failures and retries', () => {
 
   it('agrees with the protocol formula base_ms × 2^n for any base and failure count (via the domain policy)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 1_000_000 }), fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1, max: 30 }), (baseMs, maxAttempts, failures) => {
-        const { scheduler } = setup();
-        const { id } = scheduler.schedule({ task: 't', payload: null, delayMs: 0, retry: { baseMs, maxAttempts } });
-        for (let n = 1; n <= failures; n++) {
-          const r = scheduler.run(id, { fail: true });
-          expect(r).toEqual({ ok: false, retryScheduled: n < maxAttempts, backoffMs: baseMs * 2 ** n });
-        }
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 1_000_000 }),
+        fc.integer({ min: 1, max: 100 }),
+        fc.integer({ min: 1, max: 30 }),
+        (baseMs, maxAttempts, failures) => {
+          const { scheduler } = setup();
+          const { id } = scheduler.schedule({ task: 't', payload: null, delayMs: 0, retry: { baseMs, maxAttempts } });
+          for (let n = 1; n <= failures; n++) {
+            const r = scheduler.run(id, { fail: true });
+            expect(r).toEqual({ ok: false, retryScheduled: n < maxAttempts, backoffMs: baseMs * 2 ** n });
+          }
+        },
+      ),
       { numRuns: 200 },
     );
   });
 
   it('builds a domain policy without jitter whose first delay is 2 × base', () => {
-    expect(nodeRetryPolicy({ baseMs: 1000, maxAttempts: 5 })).toMatchObject({ strategy: 'exponential', initialDelayMs: 2000, multiplier: 2, jitter: false, maxAttempts: 5 });
+    expect(nodeRetryPolicy({ baseMs: 1000, maxAttempts: 5 })).toMatchObject({
+      strategy: 'exponential',
+      initialDelayMs: 2000,
+      multiplier: 2,
+      jitter: false,
+      maxAttempts: 5,
+    });
   });
 });
 

@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
-import { freePort, startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { type ChimeProcess, freePort, startChime } from '../support/chime-process.ts';
+import { type FreshDatabase, freshDatabase } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
 import { startWranglerDev, type WranglerDev } from '../worker/wrangler.ts';
 
@@ -170,7 +170,10 @@ describe('@chime/client and @chime/receiver installed from their tarballs', () =
       tarballs[`@chime/${name}`] = `file:${join(project, stdout.trim().split('\n').pop()!)}`;
     }
     // hono: the app framework of a user of @chime/receiver/hono (an optional peer dependency of the package).
-    await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'chime-user-app', private: true, type: 'module', dependencies: { ...tarballs, hono: '^4' } }));
+    await writeFile(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'chime-user-app', private: true, type: 'module', dependencies: { ...tarballs, hono: '^4' } }),
+    );
     await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: project, timeout: 180_000 });
     db = await freshDatabase({ kind: 'pglite' });
     chime = await startChime(db.env);
@@ -196,7 +199,19 @@ describe('@chime/client and @chime/receiver installed from their tarballs', () =
     await writeFile(join(project, 'misuses.ts'), MISUSES);
     await writeFile(
       join(project, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, lib: ['ES2023', 'DOM'], types: [], skipLibCheck: false }, files: ['everything.ts', 'misuses.ts'] }),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          noEmit: true,
+          lib: ['ES2023', 'DOM'],
+          types: [],
+          skipLibCheck: false,
+        },
+        files: ['everything.ts', 'misuses.ts'],
+      }),
     );
     const r = await run(process.execPath, [TSC, '-p', project], { cwd: project }).then(
       () => ({ code: 0, out: '' }),
@@ -230,7 +245,10 @@ describe('@chime/client and @chime/receiver installed from their tarballs', () =
     const port = await freePort();
     const callbackUrl = `http://127.0.0.1:${port}/hook`;
     await writeFile(join(project, 'worker.mjs'), WORKER);
-    await writeFile(join(project, 'wrangler.toml'), `name = "user-receiver"\nmain = "worker.mjs"\ncompatibility_date = "2026-04-20"\nsend_metrics = false\n`);
+    await writeFile(
+      join(project, 'wrangler.toml'),
+      `name = "user-receiver"\nmain = "worker.mjs"\ncompatibility_date = "2026-04-20"\nsend_metrics = false\n`,
+    );
     let dev: WranglerDev | undefined;
     try {
       dev = await startWranglerDev({
@@ -241,11 +259,19 @@ describe('@chime/client and @chime/receiver installed from their tarballs', () =
         vars: { SECRET: tenant.signingSecret, CALLBACK_URL: callbackUrl, JWKS_URL: `${chime.url}/.well-known/jwks.json` },
       });
       // The Worker answers 401 with the reason to a forged request...
-      const forged = await fetch(callbackUrl, { method: 'POST', headers: { 'webhook-id': 'x', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AAAA' }, body: '{}' });
+      const forged = await fetch(callbackUrl, {
+        method: 'POST',
+        headers: { 'webhook-id': 'x', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AAAA' },
+        body: '{}',
+      });
       expect(forged.status).toBe(401);
       expect(await forged.text()).toMatch(/no signature matches/);
       // ...and "verified" to Chime's real callback.
-      const job = await tenant.api.post('/v1/jobs', { schedule: { type: 'delay', delayMs: 0 }, callback: { url: callbackUrl }, retry: { strategy: 'none' } });
+      const job = await tenant.api.post('/v1/jobs', {
+        schedule: { type: 'delay', delayMs: 0 },
+        callback: { url: callbackUrl },
+        retry: { strategy: 'none' },
+      });
       expect(job.status).toBe(201);
       const runs = await eventually(
         async () => {

@@ -3,14 +3,14 @@
  * signed (Standard Webhooks and Chime-Signature against a JWKS), and the blocks it prints.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { runListen, type Listener } from '../../src/listen.ts';
-import { readFile } from 'node:fs/promises';
+import { type Listener, runListen } from '../../src/listen.ts';
 
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 

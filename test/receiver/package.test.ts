@@ -13,15 +13,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { pathToFileURL } from 'node:url';
+import { bodyHash, verifyAll, verifyChimeSignature, verifyWebhook } from '@chime/receiver';
 import { Hono } from 'hono';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bodyHash, verifyAll, verifyChimeSignature, verifyWebhook } from '@chime/receiver';
-import { chimeWebhook, type ChimeWebhookEnv } from '../../packages/receiver/src/hono.ts';
-import { expressWebhook, readRawBody, type NodeRequestLike } from '../../packages/receiver/src/node.ts';
+import { type ChimeWebhookEnv, chimeWebhook } from '../../packages/receiver/src/hono.ts';
+import { expressWebhook, type NodeRequestLike, readRawBody } from '../../packages/receiver/src/node.ts';
 import { createNodeJwtSigner } from '../../src/dispatch/jwt-node.ts';
-import { createJwtSigner, standardWebhookSignature, type JwtSigner } from '../../src/dispatch/sign.ts';
+import { createJwtSigner, type JwtSigner, standardWebhookSignature } from '../../src/dispatch/sign.ts';
 
 const PACKAGE = new URL('../../packages/receiver/', import.meta.url);
 const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
@@ -54,10 +54,18 @@ describe('verifyWebhook against the standardwebhooks library', () => {
     const ts = nowSec();
     const theirs = referenceSigned([SECRET], { id: 'run-1', ts });
     expect(await verifyWebhook(theirs, SECRET)).toEqual({ ok: true, id: 'run-1', timestamp: ts });
-    expect(await verifyWebhook({ ...theirs, headers: new Headers(theirs.headers) }, [SECRET])).toEqual({ ok: true, id: 'run-1', timestamp: ts });
+    expect(await verifyWebhook({ ...theirs, headers: new Headers(theirs.headers) }, [SECRET])).toEqual({
+      ok: true,
+      id: 'run-1',
+      timestamp: ts,
+    });
 
     const chime = {
-      headers: { 'webhook-id': 'run-2', 'webhook-timestamp': String(ts), 'webhook-signature': standardWebhookSignature([SECRET], 'run-2', ts, BODY) },
+      headers: {
+        'webhook-id': 'run-2',
+        'webhook-timestamp': String(ts),
+        'webhook-signature': standardWebhookSignature([SECRET], 'run-2', ts, BODY),
+      },
       body: BODY,
     };
     expect(chime.headers['webhook-signature']).toBe(new Webhook(SECRET).sign('run-2', new Date(ts * 1000), BODY));
@@ -68,11 +76,26 @@ describe('verifyWebhook against the standardwebhooks library', () => {
   it('refuses a forged body, a stale timestamp and a wrong secret, as the library does, each with its reason', async () => {
     const good = referenceSigned([SECRET]);
     const cases: { name: string; req: typeof good; secret: string; reason: RegExp }[] = [
-      { name: 'forged body', req: { ...good, body: BODY.replace('nightly', 'hourly') }, secret: SECRET, reason: /^no signature matches the secret\(s\)$/ },
-      { name: 'stale timestamp', req: referenceSigned([SECRET], { ts: nowSec() - 301 }), secret: SECRET, reason: /^webhook-timestamp is too old \(30\d s ago\)$/ },
+      {
+        name: 'forged body',
+        req: { ...good, body: BODY.replace('nightly', 'hourly') },
+        secret: SECRET,
+        reason: /^no signature matches the secret\(s\)$/,
+      },
+      {
+        name: 'stale timestamp',
+        req: referenceSigned([SECRET], { ts: nowSec() - 301 }),
+        secret: SECRET,
+        reason: /^webhook-timestamp is too old \(30\d s ago\)$/,
+      },
       { name: 'future timestamp', req: referenceSigned([SECRET], { ts: nowSec() + 400 }), secret: SECRET, reason: /too far in the future/ },
       { name: 'wrong secret', req: good, secret: newSecret(), reason: /^no signature matches the secret\(s\)$/ },
-      { name: 'no signature', req: { ...good, headers: { ...good.headers, 'webhook-signature': '' } }, secret: SECRET, reason: /^missing webhook-signature header$/ },
+      {
+        name: 'no signature',
+        req: { ...good, headers: { ...good.headers, 'webhook-signature': '' } },
+        secret: SECRET,
+        reason: /^missing webhook-signature header$/,
+      },
     ];
     for (const c of cases) {
       expect(referenceAccepts(c.req, c.secret), c.name).toBe(false);
@@ -88,7 +111,11 @@ describe('verifyWebhook against the standardwebhooks library', () => {
     // Chime signs with both secrets (newest first); the receiver may hold the new, the old or both.
     const ts = nowSec();
     const both = {
-      headers: { 'webhook-id': 'run-rot', 'webhook-timestamp': String(ts), 'webhook-signature': standardWebhookSignature([SECRET, OLD_SECRET], 'run-rot', ts, BODY) },
+      headers: {
+        'webhook-id': 'run-rot',
+        'webhook-timestamp': String(ts),
+        'webhook-signature': standardWebhookSignature([SECRET, OLD_SECRET], 'run-rot', ts, BODY),
+      },
       body: BODY,
     };
     expect(both.headers['webhook-signature'].split(' ')).toHaveLength(2);
@@ -147,7 +174,7 @@ async function serviceKey() {
 
 const HOOK_URL = 'https://receiver.example.com/hooks/report?tenant=a';
 
-describe('verifyChimeSignature with the service\'s signers and a JWKS over HTTP', () => {
+describe("verifyChimeSignature with the service's signers and a JWKS over HTTP", () => {
   let jwks: Awaited<ReturnType<typeof serveJwks>>;
   let key: Awaited<ReturnType<typeof serviceKey>>;
   let other: Awaited<ReturnType<typeof serviceKey>>;
@@ -185,7 +212,10 @@ describe('verifyChimeSignature with the service\'s signers and a JWKS over HTTP'
       expect(await verifyChimeSignature(req, { jwksUrl: jwks.url }), name).toEqual({ ok: true, id: req.runId, timestamp: req.iatSec });
       // Headers as a fetch Headers, the URL as a URL and in another spelling of the same URL.
       const sameUrl = new URL('HTTPS://Receiver.Example.com:443/hooks/report?tenant=a');
-      expect((await verifyChimeSignature({ ...req, headers: new Headers(req.headers), url: sameUrl }, { jwksUrl: new URL(jwks.url) })).ok, name).toBe(true);
+      expect(
+        (await verifyChimeSignature({ ...req, headers: new Headers(req.headers), url: sameUrl }, { jwksUrl: new URL(jwks.url) })).ok,
+        name,
+      ).toBe(true);
     }
     // The two signers make the same token (Ed25519 is deterministic): the receiver cannot tell them apart.
     const claims = { sub: HOOK_URL, jti: 'r.1', body: BODY, iatSec: nowSec() };
@@ -221,7 +251,10 @@ describe('verifyChimeSignature with the service\'s signers and a JWKS over HTTP'
       expect((await verifyChimeSignature(expired, { jwksUrl: jwks.url, nowMs: expired.iatSec * 1000 })).ok, name).toBe(true);
 
       const future = await callback(signer, { iatSec: nowSec() + 120 });
-      expect(await verifyChimeSignature(future, { jwksUrl: jwks.url }), name).toMatchObject({ ok: false, reason: expect.stringMatching(/^JWT issued in the future \(1[12]\d s ahead\)$/) });
+      expect(await verifyChimeSignature(future, { jwksUrl: jwks.url }), name).toMatchObject({
+        ok: false,
+        reason: expect.stringMatching(/^JWT issued in the future \(1[12]\d s ahead\)$/),
+      });
     }
 
     // Signed by another key under the published kid: the signature does not verify.
@@ -251,7 +284,9 @@ describe('verifyChimeSignature with the service\'s signers and a JWKS over HTTP'
     const [h, p] = req.headers['chime-signature']!.split('.');
     const none = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${p}.`;
     expect(await reasonOf(none)).toMatch(/^signature invalid: ERR_JOSE_ALG_NOT_ALLOWED /);
-    expect(await reasonOf(`${h}.${p}.${Buffer.alloc(64).toString('base64url')}`)).toMatch(/^signature invalid: ERR_JWS_SIGNATURE_VERIFICATION_FAILED /);
+    expect(await reasonOf(`${h}.${p}.${Buffer.alloc(64).toString('base64url')}`)).toMatch(
+      /^signature invalid: ERR_JWS_SIGNATURE_VERIFICATION_FAILED /,
+    );
 
     const token = (claims: Record<string, unknown>, issuer = 'chime') =>
       new SignJWT(claims)
@@ -263,8 +298,12 @@ describe('verifyChimeSignature with the service\'s signers and a JWKS over HTTP'
         .setJti('run.1')
         .sign(key.privateKey);
     const bodyClaim = createHash('sha256').update(BODY).digest('base64url');
-    expect(await reasonOf(await token({ body: bodyClaim }, 'someone-else'))).toMatch(/^signature invalid: ERR_JWT_CLAIM_VALIDATION_FAILED \(unexpected "iss" claim value\)$/);
-    expect(await reasonOf(await token({}))).toMatch(/^signature invalid: ERR_JWT_CLAIM_VALIDATION_FAILED \(missing required "body" claim\)$/);
+    expect(await reasonOf(await token({ body: bodyClaim }, 'someone-else'))).toMatch(
+      /^signature invalid: ERR_JWT_CLAIM_VALIDATION_FAILED \(unexpected "iss" claim value\)$/,
+    );
+    expect(await reasonOf(await token({}))).toMatch(
+      /^signature invalid: ERR_JWT_CLAIM_VALIDATION_FAILED \(missing required "body" claim\)$/,
+    );
     // Control: the same token with its body claim and issuer passes.
     expect((await verifyChimeSignature(withToken(await token({ body: bodyClaim })), { jwksUrl: jwks.url })).ok).toBe(true);
   }, 10_000);
@@ -278,14 +317,20 @@ describe('verifyChimeSignature with the service\'s signers and a JWKS over HTTP'
   it('takes a key set given as jwks (no fetch), binds the notification run id, and says when the JWKS is unreachable', async () => {
     const req = await callback(signers[1]![1]);
     expect((await verifyChimeSignature(req, { jwks: { keys: [key.jwksEntry] } })).ok).toBe(true);
-    expect(await verifyChimeSignature(req, { jwks: { keys: [other.jwksEntry] } })).toMatchObject({ ok: false, reason: expect.stringMatching(/^signature invalid: /) });
+    expect(await verifyChimeSignature(req, { jwks: { keys: [other.jwksEntry] } })).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/^signature invalid: /),
+    });
 
     const closed = await serveJwks([]);
     await closed.close();
     const down = await verifyChimeSignature(req, { jwksUrl: closed.url });
     expect(down).toMatchObject({ ok: false, reason: expect.stringMatching(/^JWKS unavailable: /) });
     const empty = await serveJwks([]);
-    expect(await verifyChimeSignature(req, { jwksUrl: empty.url })).toMatchObject({ ok: false, reason: expect.stringMatching(/^signature invalid: ERR_JWKS_NO_MATCHING_KEY/) });
+    expect(await verifyChimeSignature(req, { jwksUrl: empty.url })).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/^signature invalid: ERR_JWKS_NO_MATCHING_KEY/),
+    });
     await empty.close();
   });
 
@@ -296,9 +341,13 @@ describe('verifyChimeSignature with the service\'s signers and a JWKS over HTTP'
     await expect(verifyChimeSignature(req, { jwksUrl: 'file:///etc/jwks.json' })).rejects.toThrow(TypeError);
     await expect(verifyChimeSignature(req, { jwksUrl: jwks.url, clockToleranceSeconds: -1 })).rejects.toThrow(TypeError);
     await expect(verifyChimeSignature({ ...req, url: '' }, { jwksUrl: jwks.url })).rejects.toThrow(TypeError);
-    await expect(verifyChimeSignature({ ...req, body: JSON.parse(BODY) as unknown as string }, { jwksUrl: jwks.url })).rejects.toThrow(TypeError);
+    await expect(verifyChimeSignature({ ...req, body: JSON.parse(BODY) as unknown as string }, { jwksUrl: jwks.url })).rejects.toThrow(
+      TypeError,
+    );
     // A forged request never throws.
-    await expect(verifyChimeSignature({ ...req, headers: { 'chime-signature': '...' } }, { jwksUrl: jwks.url })).resolves.toMatchObject({ ok: false });
+    await expect(verifyChimeSignature({ ...req, headers: { 'chime-signature': '...' } }, { jwksUrl: jwks.url })).resolves.toMatchObject({
+      ok: false,
+    });
   });
 
   it('verifyAll: both signatures, the id from webhook-id (a notification: the event id, while jti has the run id)', async () => {
@@ -306,15 +355,26 @@ describe('verifyChimeSignature with the service\'s signers and a JWKS over HTTP'
     expect(await verifyAll(req, { secrets: SECRET, jwksUrl: jwks.url })).toEqual({ ok: true, id: req.runId, timestamp: req.iatSec });
     // Without a JWKS only the HMAC is checked.
     expect((await verifyAll({ ...req, headers: { ...req.headers, 'chime-signature': 'x' } }, { secrets: SECRET })).ok).toBe(true);
-    expect(await verifyAll({ ...req, url: 'https://elsewhere.example/' }, { secrets: SECRET, jwksUrl: jwks.url })).toEqual({ ok: false, reason: 'JWT for another URL' });
-    expect(await verifyAll(req, { secrets: newSecret(), jwksUrl: jwks.url })).toEqual({ ok: false, reason: 'no signature matches the secret(s)' });
+    expect(await verifyAll({ ...req, url: 'https://elsewhere.example/' }, { secrets: SECRET, jwksUrl: jwks.url })).toEqual({
+      ok: false,
+      reason: 'JWT for another URL',
+    });
+    expect(await verifyAll(req, { secrets: newSecret(), jwksUrl: jwks.url })).toEqual({
+      ok: false,
+      reason: 'no signature matches the secret(s)',
+    });
     await expect(verifyAll({ headers: req.headers, body: req.body }, { secrets: SECRET, jwksUrl: jwks.url })).rejects.toThrow(TypeError);
 
     // A notification delivery: webhook-id is the event id, the JWT's jti the delivery's run id.
     const ts = nowSec();
     const jwt = await signers[0]![1].sign({ sub: HOOK_URL, jti: 'run-of-event.2', body: BODY, iatSec: ts });
     const event = {
-      headers: { 'webhook-id': 'evt-1', 'webhook-timestamp': String(ts), 'webhook-signature': standardWebhookSignature([SECRET], 'evt-1', ts, BODY), 'chime-signature': jwt },
+      headers: {
+        'webhook-id': 'evt-1',
+        'webhook-timestamp': String(ts),
+        'webhook-signature': standardWebhookSignature([SECRET], 'evt-1', ts, BODY),
+        'chime-signature': jwt,
+      },
       body: BODY,
       url: HOOK_URL,
     };
@@ -347,26 +407,37 @@ describe('verifyChimeSignature with the service\'s signers and a JWKS over HTTP'
       expect(await r.json()).toEqual({ reason: 'JWT for another URL' });
     });
 
-    it('requires url with a JWKS (the Host header is the caller\'s), and checks only the HMAC without a JWKS', async () => {
+    it("requires url with a JWKS (the Host header is the caller's), and checks only the HMAC without a JWKS", async () => {
       // Without url the Host header made the URL: a callback for another receiver, replayed with its Host, passed.
-      expect(() => chimeWebhook({ secrets: SECRET, jwksUrl: jwks.url })).toThrow(new TypeError(
-        "chimeWebhook: the url option is required with jwksUrl or jwks: the URL this route is called at, exactly as the job's callback.url (the Host header of a request cannot be trusted to say it)",
-      ));
+      expect(() => chimeWebhook({ secrets: SECRET, jwksUrl: jwks.url })).toThrow(
+        new TypeError(
+          "chimeWebhook: the url option is required with jwksUrl or jwks: the URL this route is called at, exactly as the job's callback.url (the Host header of a request cannot be trusted to say it)",
+        ),
+      );
       expect(() => chimeWebhook({ secrets: SECRET, jwks: { keys: [] }, url: '' })).toThrow(/url option is required/);
       const signer = signers[1]![1];
       // A callback captured on its way to receiver.example.com, replayed here with its Host header.
       const captured = await callback(signer);
       const mine = app({ secrets: SECRET, jwksUrl: jwks.url, url: 'https://mine.example.com/hooks/report?tenant=a' });
-      const replayed = await mine.request(HOOK_URL, { method: 'POST', headers: { ...captured.headers, host: 'receiver.example.com' }, body: captured.body });
+      const replayed = await mine.request(HOOK_URL, {
+        method: 'POST',
+        headers: { ...captured.headers, host: 'receiver.example.com' },
+        body: captured.body,
+      });
       expect(replayed.status).toBe(401);
       expect(await replayed.json()).toEqual({ reason: 'JWT for another URL' });
-      expect((await app({ secrets: SECRET }).request('/hooks/report', { method: 'POST', headers: captured.headers, body: captured.body })).status).toBe(200);
+      expect(
+        (await app({ secrets: SECRET }).request('/hooks/report', { method: 'POST', headers: captured.headers, body: captured.body }))
+          .status,
+      ).toBe(200);
     });
 
     it('refuses a bad configuration when made', () => {
       expect(() => chimeWebhook({ secrets: [] })).toThrow(TypeError);
       expect(() => chimeWebhook({ secrets: SECRET, jwksUrl: 'nope', url: HOOK_URL })).toThrow(TypeError);
-      expect(() => chimeWebhook({ secrets: SECRET, jwksUrl: jwks.url, url: '/hooks/report' })).toThrow(/url option must be an absolute URL/);
+      expect(() => chimeWebhook({ secrets: SECRET, jwksUrl: jwks.url, url: '/hooks/report' })).toThrow(
+        /url option must be an absolute URL/,
+      );
       expect(() => chimeWebhook({ secrets: SECRET, jwksUrl: jwks.url, url: 'ftp://example.com/hooks' })).toThrow(/http or https/);
     });
   });
@@ -423,17 +494,23 @@ describe('verifyChimeSignature with the service\'s signers and a JWKS over HTTP'
 
     it('requires url with a JWKS: a callback for another host, replayed with its Host header, is refused', async () => {
       // Without url the URL was built from the Host header: this replay passed.
-      expect(() => expressWebhook({ secrets: SECRET, jwksUrl: jwks.url })).toThrow(/^expressWebhook: the url option is required with jwksUrl or jwks/);
+      expect(() => expressWebhook({ secrets: SECRET, jwksUrl: jwks.url })).toThrow(
+        /^expressWebhook: the url option is required with jwksUrl or jwks/,
+      );
       const signer = signers[0]![1];
       const captured = await callback(signer, { sub: 'http://receiver-a.example/hooks?x=1' });
       mw = expressWebhook({ secrets: SECRET, jwksUrl: jwks.url, url: `${base}/hooks?x=1` });
       before = async () => {};
       const replayed = await new Promise<{ status: number; body: string }>((resolve, reject) => {
         // fetch may not set Host; http.request may.
-        const r = http.request(`${base}/hooks?x=1`, { method: 'POST', headers: { ...captured.headers, host: 'receiver-a.example' } }, (res) => {
-          let text = '';
-          res.on('data', (d) => (text += d)).on('end', () => resolve({ status: res.statusCode!, body: text }));
-        });
+        const r = http.request(
+          `${base}/hooks?x=1`,
+          { method: 'POST', headers: { ...captured.headers, host: 'receiver-a.example' } },
+          (res) => {
+            let text = '';
+            res.on('data', (d) => (text += d)).on('end', () => resolve({ status: res.statusCode!, body: text }));
+          },
+        );
         r.on('error', reject);
         r.end(captured.body);
       });
@@ -504,7 +581,9 @@ describe('the package', () => {
   });
 
   it('builds every export (npm run build ran in the global setup), the main entry without hono', async () => {
-    const pkg = JSON.parse(await readFile(new URL('package.json', PACKAGE), 'utf8')) as { exports: Record<string, { types: string; import: string }> };
+    const pkg = JSON.parse(await readFile(new URL('package.json', PACKAGE), 'utf8')) as {
+      exports: Record<string, { types: string; import: string }>;
+    };
     expect(Object.keys(pkg.exports)).toEqual(['.', './hono', './node']);
     for (const [sub, target] of Object.entries(pkg.exports)) {
       for (const file of [target.types, target.import]) expect(existsSync(new URL(file, PACKAGE)), `${sub}: ${file}`).toBe(true);

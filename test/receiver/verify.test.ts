@@ -3,10 +3,10 @@
  * signs the other verifies, both ways; secret rotation; and every way a request must be refused.
  */
 import { randomBytes } from 'node:crypto';
+import { decodeSigningSecret, verifyWebhook } from '@chime/receiver';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { standardWebhookSignature } from '../../src/dispatch/sign.ts';
-import { decodeSigningSecret, verifyWebhook } from '@chime/receiver';
 
 const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
 const SECRET = newSecret();
@@ -41,7 +41,7 @@ describe('verifyWebhook', () => {
       const ts = Math.floor(Date.now() / 1000) + [-600, -200, 0, 200, 600][i % 5]!; // inside and outside the 5 min tolerance
       const req = signed([secret], { id: `run-${i}`, timestampSec: ts, body });
       const wrongBody = i % 3 === 0;
-      const input = wrongBody ? { ...req, body: body + ' ' } : req;
+      const input = wrongBody ? { ...req, body: `${body} ` } : req;
       let theirs = true;
       try {
         new Webhook(secret).verify(input.body, input.headers);
@@ -53,7 +53,7 @@ describe('verifyWebhook', () => {
     }
   });
 
-  it('signs like the library verifies: Chime\'s own signer, checked by both', async () => {
+  it("signs like the library verifies: Chime's own signer, checked by both", async () => {
     // The dispatcher's signer (src/dispatch/sign.ts) is what real callbacks carry.
     const ts = Math.floor(Date.now() / 1000);
     const sig = standardWebhookSignature([SECRET], ID, ts, BODY);
@@ -76,7 +76,10 @@ describe('verifyWebhook', () => {
     const combined = { ...both, headers: { ...both.headers, 'webhook-signature': `${a}, ${b}` } };
     expect((await verifyWebhook(combined, SECRET, { nowMs: NOW_MS })).ok).toBe(true);
     // No secret of the receiver's matches.
-    expect(await verifyWebhook(both, [newSecret(), newSecret()], { nowMs: NOW_MS })).toEqual({ ok: false, reason: 'no signature matches the secret(s)' });
+    expect(await verifyWebhook(both, [newSecret(), newSecret()], { nowMs: NOW_MS })).toEqual({
+      ok: false,
+      reason: 'no signature matches the secret(s)',
+    });
   });
 
   it('refuses a tampered body, id or timestamp', async () => {
@@ -87,7 +90,8 @@ describe('verifyWebhook', () => {
       { ...req, headers: { ...req.headers, 'webhook-id': `${ID}x` } },
       { ...req, headers: { ...req.headers, 'webhook-timestamp': String(NOW_SEC + 1) } },
     ];
-    for (const t of tampered) expect(await verifyWebhook(t, SECRET, { nowMs: NOW_MS })).toEqual({ ok: false, reason: 'no signature matches the secret(s)' });
+    for (const t of tampered)
+      expect(await verifyWebhook(t, SECRET, { nowMs: NOW_MS })).toEqual({ ok: false, reason: 'no signature matches the secret(s)' });
   });
 
   it('refuses a signature made with another secret', async () => {
@@ -95,7 +99,9 @@ describe('verifyWebhook', () => {
     // Same key bytes in a different version slot, or a truncated signature, do not pass either.
     const good = signed([SECRET]).headers['webhook-signature'];
     for (const sig of [good.replace('v1,', 'v1a,'), good.slice(0, -4), 'v1,', 'v1', `v2,${good.slice(3)}`, 'garbage']) {
-      const r = await verifyWebhook({ ...signed([SECRET]), headers: { ...signed([SECRET]).headers, 'webhook-signature': sig } }, SECRET, { nowMs: NOW_MS });
+      const r = await verifyWebhook({ ...signed([SECRET]), headers: { ...signed([SECRET]).headers, 'webhook-signature': sig } }, SECRET, {
+        nowMs: NOW_MS,
+      });
       expect(r.ok, sig).toBe(false);
     }
   });
@@ -142,7 +148,10 @@ describe('verifyWebhook', () => {
     const upper = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k.toUpperCase(), v]));
     expect((await verifyWebhook({ ...req, headers: upper }, SECRET, { nowMs: NOW_MS })).ok).toBe(true);
     const twice = { ...req, headers: { ...req.headers, 'webhook-id': [ID, 'other'] } };
-    expect(await verifyWebhook(twice, SECRET, { nowMs: NOW_MS })).toMatchObject({ ok: false, reason: expect.stringContaining('more than one') });
+    expect(await verifyWebhook(twice, SECRET, { nowMs: NOW_MS })).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('more than one'),
+    });
   });
 
   it('throws on a secret that is not one (configuration error), not on a bad request', async () => {
@@ -151,7 +160,9 @@ describe('verifyWebhook', () => {
     await expect(verifyWebhook(signed([SECRET]), 'whsec_not base64!', { nowMs: NOW_MS })).rejects.toThrow(TypeError);
     // NaN would let every timestamp through: replay protection off without a word.
     for (const toleranceSeconds of [Number.NaN, -1, Number.POSITIVE_INFINITY]) {
-      await expect(verifyWebhook(signed([SECRET], { timestampSec: 978_307_200 }), SECRET, { nowMs: NOW_MS, toleranceSeconds })).rejects.toThrow(TypeError);
+      await expect(
+        verifyWebhook(signed([SECRET], { timestampSec: 978_307_200 }), SECRET, { nowMs: NOW_MS, toleranceSeconds }),
+      ).rejects.toThrow(TypeError);
     }
     expect(decodeSigningSecret(SECRET)).toEqual(new Uint8Array(Buffer.from(SECRET.slice(6), 'base64')));
   });

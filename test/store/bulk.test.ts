@@ -4,12 +4,12 @@
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { BulkLimitError, bulkJobAction, dismissDeadLetter, replayDeadLetters } from '../../src/store/bulk.ts';
 import type { StoreContext } from '../../src/store/context.ts';
 import { query } from '../../src/store/db.ts';
-import { BulkLimitError, bulkJobAction, dismissDeadLetter, replayDeadLetters } from '../../src/store/bulk.ts';
 import { createJobs } from '../../src/store/jobs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { createTestTenantIn, T0, testJobSpec, useTestStore, type TestStore } from '../support/store.ts';
+import { createTestTenantIn, T0, type TestStore, testJobSpec, useTestStore } from '../support/store.ts';
 
 describe.each(DATABASE_TARGETS)('bulk actions on $kind', (target) => {
   let store: TestStore;
@@ -21,7 +21,12 @@ describe.each(DATABASE_TARGETS)('bulk actions on $kind', (target) => {
 
   /** `n` jobs of `tenant` whose first run is a dead letter; returns the dead letters' ids. */
   async function deadLetters(tenant: string, n: number): Promise<string[]> {
-    const made = await createJobs(store.ctx, tenant, Array.from({ length: n }, () => testJobSpec(T0, { metadata: { team: 'ops' } })), T0);
+    const made = await createJobs(
+      store.ctx,
+      tenant,
+      Array.from({ length: n }, () => testJobSpec(T0, { metadata: { team: 'ops' } })),
+      T0,
+    );
     const rows = await query<{ id: string }>(
       store.database.db,
       sql`update runs set status = 'failed', finished_at = now(), next_attempt_at = null
@@ -56,11 +61,16 @@ describe.each(DATABASE_TARGETS)('bulk actions on $kind', (target) => {
   it('changes nothing when the filter matches more jobs than one call may change', async () => {
     await deadLetters(tenantId, 4);
     const before = await query<{ status: string }>(store.database.db, sql`select status from jobs where tenant_id = ${tenantId}`);
-    await expect(bulkJobAction(store.ctx, tenantId, 'cancel', { metadata: { team: 'ops' } }, { maxJobs: 3 })).rejects.toBeInstanceOf(BulkLimitError);
+    await expect(bulkJobAction(store.ctx, tenantId, 'cancel', { metadata: { team: 'ops' } }, { maxJobs: 3 })).rejects.toBeInstanceOf(
+      BulkLimitError,
+    );
     const after = await query<{ status: string }>(store.database.db, sql`select status from jobs where tenant_id = ${tenantId}`);
     expect(after).toEqual(before);
     expect(after.every((j) => j.status !== 'canceled')).toBe(true);
-    expect(await bulkJobAction(store.ctx, tenantId, 'cancel', { metadata: { team: 'ops' } }, { maxJobs: 4 })).toEqual({ matched: 4, changed: 4 });
+    expect(await bulkJobAction(store.ctx, tenantId, 'cancel', { metadata: { team: 'ops' } }, { maxJobs: 4 })).toEqual({
+      matched: 4,
+      changed: 4,
+    });
   });
 
   it("dismisses only the tenant's own dead letters, once", async () => {

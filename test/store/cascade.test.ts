@@ -5,13 +5,13 @@
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { shardOf } from '../../src/domain/shard.ts';
+import { query } from '../../src/store/db.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { createNotificationEndpoint, listNotificationEndpoints } from '../../src/store/notifications.ts';
-import { query } from '../../src/store/db.ts';
 import { deleteTenant, getTenant } from '../../src/store/tenants.ts';
-import { shardOf } from '../../src/domain/shard.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { createTestTenantIn, T0, testJobSpec, useTestStore, type TestStore } from '../support/store.ts';
+import { createTestTenantIn, T0, type TestStore, testJobSpec, useTestStore } from '../support/store.ts';
 
 describe.each(DATABASE_TARGETS)('deleting tenants and jobs on $kind', (target) => {
   let store: TestStore;

@@ -3,13 +3,13 @@
  * 5), catch-up after missed occurrences (`all`, `one`, `none`), and `overlapPolicy: skip`.
  */
 import { describe, expect, it } from 'vitest';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 import { createJob, getJob } from '../../src/store/jobs.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { finishRuns } from '../../src/store/queue/finish-runs.ts';
 import { reapExpiredLeases } from '../../src/store/queue/reap-leases.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { runsOf, T0, testJobSpec, type JobSpecInput, type TestStore, useTestStore } from '../support/store.ts';
-import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
+import { type JobSpecInput, runsOf, T0, type TestStore, testJobSpec, useTestStore } from '../support/store.ts';
 
 const MINUTE = 60_000;
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/domain/shard.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { openTestStore, refuseRunUpdatesInBucket, T0, tenantsInTwoBuckets, type TestStore } from '../support/store.ts';
+import { openTestStore, refuseRunUpdatesInBucket, T0, type TestStore, tenantsInTwoBuckets } from '../support/store.ts';
 
 describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('a claim with a failing bucket on $kind', (target) => {
   let store: TestStore;

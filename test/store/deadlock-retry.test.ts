@@ -10,7 +10,8 @@ import { isDeadlock, query, transactionRetryingDeadlocks } from '../../src/store
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { openTestStore, type TestStore } from '../support/store.ts';
 
-const deadlock = () => new Error('Failed query: update runs …', { cause: Object.assign(new Error('deadlock detected'), { code: '40P01' }) });
+const deadlock = () =>
+  new Error('Failed query: update runs …', { cause: Object.assign(new Error('deadlock detected'), { code: '40P01' }) });
 
 describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('transactionRetryingDeadlocks on $kind', (target) => {
   let store: TestStore;
@@ -44,10 +45,14 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('transactionRe
     expect(calls).toBe(1);
     calls = 0;
     await expect(
-      transactionRetryingDeadlocks(store.database.db, async () => {
-        calls++;
-        throw deadlock();
-      }, 3),
+      transactionRetryingDeadlocks(
+        store.database.db,
+        async () => {
+          calls++;
+          throw deadlock();
+        },
+        3,
+      ),
     ).rejects.toSatisfy(isDeadlock);
     expect(calls).toBe(3);
   });

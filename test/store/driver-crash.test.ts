@@ -7,7 +7,7 @@
  */
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
-import { postgresBinDir, startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.ts';
+import { type PrivatePostgres, postgresBinDir, startPrivatePostgres } from '../support/private-postgres.ts';
 
 const bin = postgresBinDir();
 if (!bin) console.warn('driver crash test: no PostgreSQL server binaries under /usr/lib/postgresql; it cannot run');
@@ -20,7 +20,9 @@ describe.runIf(bin !== null)('postgres.js when the server dies mid-transaction',
     await pg?.destroy();
   });
 
-  it('rejects the transaction with CONNECTION_CLOSED, throws nothing uncaught, and serves again after a restart', { timeout: 120_000 }, async () => {
+  it('rejects the transaction with CONNECTION_CLOSED, throws nothing uncaught, and serves again after a restart', {
+    timeout: 120_000,
+  }, async () => {
     pg = await startPrivatePostgres();
     sql = postgres(pg.url, { max: 1, onnotice: () => {} });
     const uncaught: unknown[] = [];
@@ -39,7 +41,9 @@ describe.runIf(bin !== null)('postgres.js when the server dies mid-transaction',
       expect(uncaught.map(String)).toEqual([]);
 
       await pg.start();
-      const hang = new Promise((_, reject) => setTimeout(() => reject(new Error('the query hung: the connection was left unable to write')), 10_000));
+      const hang = new Promise((_, reject) =>
+        setTimeout(() => reject(new Error('the query hung: the connection was left unable to write')), 10_000),
+      );
       expect(await Promise.race([sql`select 2 as two`, hang])).toEqual([{ two: 2 }]);
     } finally {
       process.off('uncaughtException', onUncaught);

@@ -6,13 +6,13 @@
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 import { shardOf } from '../../src/domain/shard.ts';
 import { query } from '../../src/store/db.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { finishRuns } from '../../src/store/queue/finish-runs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { openTestStore, refuseRunUpdatesInBucket, T0, tenantsInTwoBuckets, testOutcome, type TestStore } from '../support/store.ts';
-import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
+import { openTestStore, refuseRunUpdatesInBucket, T0, type TestStore, tenantsInTwoBuckets, testOutcome } from '../support/store.ts';
 
 describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('a finish with a failing bucket on $kind', (target) => {
   let store: TestStore;
@@ -21,9 +21,12 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('a finish with
   let claimed: ClaimedRun[];
 
   /** The outcomes of bucket a's runs first, so that bucket b's come after the failure. */
-  const outcomes = () => [...claimed.filter((r) => r.tenantId === a), ...claimed.filter((r) => r.tenantId === b)].map((r) => testOutcome(r));
+  const outcomes = () =>
+    [...claimed.filter((r) => r.tenantId === a), ...claimed.filter((r) => r.tenantId === b)].map((r) => testOutcome(r));
   const statusOf = async (tenantId: string) =>
-    (await query<{ status: string }>(store.database.db, sql`select status from runs where tenant_id = ${tenantId} order by id`)).map((r) => r.status);
+    (await query<{ status: string }>(store.database.db, sql`select status from runs where tenant_id = ${tenantId} order by id`)).map(
+      (r) => r.status,
+    );
 
   beforeAll(async () => {
     store = await openTestStore(target);

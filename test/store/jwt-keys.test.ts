@@ -3,13 +3,14 @@
  * rotated once it reaches its maximum age (or by hand), the retired key published for JWKS_GRACE_MS and then
  * dropped from the JWKS, racing rotations leaving one active key, and a wrong encryption key refused by name.
  */
-import { createLocalJWKSet, jwtVerify } from 'jose';
+
 import { sql } from 'drizzle-orm';
+import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/domain/clock.ts';
-import { createJwtSigner, JWT_ISSUER } from '../../src/dispatch/sign.ts';
 import { JWT_KEY_TTL_MS } from '../../src/dispatch/keyring.ts';
-import { createCipher, CipherError } from '../../src/store/cipher.ts';
+import { createJwtSigner, JWT_ISSUER } from '../../src/dispatch/sign.ts';
+import { ManualClock } from '../../src/domain/clock.ts';
+import { CipherError, createCipher } from '../../src/store/cipher.ts';
 import type { StoreContext } from '../../src/store/context.ts';
 import { query } from '../../src/store/db.ts';
 import { ensureJwtKey, JWKS_GRACE_MS, JWT_TTL_SECONDS, publicJwks, rotateJwtKey, type SigningJwk } from '../../src/store/jwt-keys.ts';
@@ -42,7 +43,12 @@ describe.each(DATABASE_TARGETS)('JWT signing keys on $kind', (target) => {
     (await query<{ kid: string }>(store.database.db, sql`select kid from jwt_keys where retired_at is null`)).map((r) => r.kid);
   /** A Chime-Signature token signed with `key` now (by the manual clock). */
   const tokenOf = async (key: SigningJwk) =>
-    (await createJwtSigner(key)).sign({ sub: 'https://receiver.example/cb', jti: 'run-1', body: '{}', iatSec: Math.floor(clock.now() / 1000) });
+    (await createJwtSigner(key)).sign({
+      sub: 'https://receiver.example/cb',
+      jti: 'run-1',
+      body: '{}',
+      iatSec: Math.floor(clock.now() / 1000),
+    });
   /** Verifies `token` against the JWKS as published now. */
   const verifyNow = async (token: string) =>
     jwtVerify(token, createLocalJWKSet(await publicJwks(ctx)), { issuer: JWT_ISSUER, currentDate: new Date(clock.now()) });
@@ -122,7 +128,9 @@ describe.each(DATABASE_TARGETS)('JWT signing keys on $kind', (target) => {
 
   it('several processes starting on an empty database create one key', async () => {
     const contexts: StoreContext[] =
-      target.kind === 'postgres' ? Array.from({ length: 6 }, () => ({ ...ctx, db: store.openAnother()!.db })) : Array.from({ length: 6 }, () => ctx);
+      target.kind === 'postgres'
+        ? Array.from({ length: 6 }, () => ({ ...ctx, db: store.openAnother()!.db }))
+        : Array.from({ length: 6 }, () => ctx);
     const got = await Promise.all(contexts.map((c) => ensureJwtKey(c)));
     expect(new Set(got.map((k) => k.kid)).size).toBe(1);
     expect(await kids()).toHaveLength(1);

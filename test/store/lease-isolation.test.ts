@@ -7,6 +7,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLeaseKeeper } from '../../src/dispatch/engine/lease-keeper.ts';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { shardOf } from '../../src/domain/shard.ts';
 import { query } from '../../src/store/db.ts';
@@ -15,8 +16,7 @@ import { reapExpiredLeases } from '../../src/store/queue/reap-leases.ts';
 import { renewLeases } from '../../src/store/queue/renew-leases.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { recordingLogger } from '../support/logger.ts';
-import { openTestStore, refuseRunUpdatesInBucket, T0, tenantsInTwoBuckets, type TestStore } from '../support/store.ts';
-import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
+import { openTestStore, refuseRunUpdatesInBucket, T0, type TestStore, tenantsInTwoBuckets } from '../support/store.ts';
 
 /** Where the renewals move the leases to: 10 minutes on. */
 const RENEWED = T0 + 600_000;
@@ -54,9 +54,17 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('lease upkeep 
     const failed: number[] = [];
     const held = await renewLeases(store.database.db, 'keeper', renewals(), (shard) => failed.push(shard));
     expect(failed).toEqual([shardOf(a)]);
-    expect([...held].sort()).toEqual(ofTenant(b).map((r) => r.runId).sort());
+    expect([...held].sort()).toEqual(
+      ofTenant(b)
+        .map((r) => r.runId)
+        .sort(),
+    );
     expect((await leasesOf(b)).map((r) => r.lease)).toEqual([RENEWED, RENEWED]);
-    expect((await leasesOf(a)).map((r) => r.lease)).toEqual(ofTenant(a).map((r) => r.leaseExpiresAtMs).sort());
+    expect((await leasesOf(a)).map((r) => r.lease)).toEqual(
+      ofTenant(a)
+        .map((r) => r.leaseExpiresAtMs)
+        .sort(),
+    );
   });
 
   it("the lease keeper's round releases none of the failing bucket's unsent runs, and logs the bucket", async () => {
@@ -72,7 +80,9 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('lease upkeep 
     });
     await keeper.round();
     expect(released).toEqual([]);
-    const renewalErrors = log.entries.filter((e) => e.msg === 'renewing the leases of queued runs failed in one bucket; the others were renewed');
+    const renewalErrors = log.entries.filter(
+      (e) => e.msg === 'renewing the leases of queued runs failed in one bucket; the others were renewed',
+    );
     expect(renewalErrors.map((e) => e.fields.shard)).toEqual([shardOf(a)]);
   });
 

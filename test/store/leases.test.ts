@@ -6,17 +6,17 @@
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import type { AttemptOutcome } from '../../src/domain/attempt-outcome.ts';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 import { query } from '../../src/store/db.ts';
-import type { JobSpecInput } from '../support/store.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { createNotificationEndpoint } from '../../src/store/notifications.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { finishRuns } from '../../src/store/queue/finish-runs.ts';
 import { reapExpiredLeases, releaseLeases } from '../../src/store/queue/reap-leases.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { attemptsOf, runById, runsOf, T0, testJobSpec, type TestStore, useTestStore } from '../support/store.ts';
-import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
-import type { AttemptOutcome } from '../../src/domain/attempt-outcome.ts';
+import type { JobSpecInput } from '../support/store.ts';
+import { attemptsOf, runById, runsOf, T0, type TestStore, testJobSpec, useTestStore } from '../support/store.ts';
 
 /** Lease = callback timeout (1000 ms) + this margin. */
 const MARGIN = 1;
@@ -49,7 +49,7 @@ describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
     ...o,
   });
 
-  it("a claim holds a lease of timeout + margin, and the reaper leaves unexpired leases alone", async () => {
+  it('a claim holds a lease of timeout + margin, and the reaper leaves unexpired leases alone', async () => {
     const j = await job();
     const [a] = await claim('A', T0);
     expect(a).toMatchObject({ jobId: j.id, attempt: 1, leaseExpiresAtMs: T0 + LEASE });
@@ -63,7 +63,12 @@ describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
     await job();
     const [a] = await claim('A', T0);
     expect(await reapExpiredLeases(store.database.db, T0 + 2000)).toBe(1);
-    expect(await runById(store.database, a!.runId)).toMatchObject({ status: 'retrying', leaseOwner: null, nextAttemptAtMs: T0 + 2000, attempts: 1 });
+    expect(await runById(store.database, a!.runId)).toMatchObject({
+      status: 'retrying',
+      leaseOwner: null,
+      nextAttemptAtMs: T0 + 2000,
+      attempts: 1,
+    });
 
     const [b, ...none] = await claim('B', T0 + 2000);
     expect(none).toEqual([]);
@@ -96,16 +101,31 @@ describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
     await job();
     const [a, b] = await claim('A', T0);
     const held = await finishRuns(store.database.db, 'A', [
-      outcome(a!, { runStatus: 'retrying', startedAtMs: T0 + 1, finishedAtMs: T0 + 999, nextAttemptAtMs: T0 + 61_237, responseStatus: 503, error: 'unexpected status 503' }),
-      outcome(b!, { runStatus: 'succeeded', startedAtMs: T0 + 7, finishedAtMs: T0 + 1_024, responseStatus: 200, responseBodyExcerpt: 'ok ✓' }),
+      outcome(a!, {
+        runStatus: 'retrying',
+        startedAtMs: T0 + 1,
+        finishedAtMs: T0 + 999,
+        nextAttemptAtMs: T0 + 61_237,
+        responseStatus: 503,
+        error: 'unexpected status 503',
+      }),
+      outcome(b!, {
+        runStatus: 'succeeded',
+        startedAtMs: T0 + 7,
+        finishedAtMs: T0 + 1_024,
+        responseStatus: 200,
+        responseBodyExcerpt: 'ok ✓',
+      }),
     ]);
     expect(held.size).toBe(2);
     expect(await runById(store.database, a!.runId)).toMatchObject({ status: 'retrying', nextAttemptAtMs: T0 + 61_237, finishedAtMs: null });
     expect(await runById(store.database, b!.runId)).toMatchObject({ status: 'succeeded', nextAttemptAtMs: null, finishedAtMs: T0 + 1_024 });
-    const [logged] = await query<{ started_at: Date | string; finished_at: Date | string; duration_ms: number; response_body_excerpt: string }>(
-      store.database.db,
-      sql`select started_at, finished_at, duration_ms, response_body_excerpt from attempts where run_id = ${b!.runId}`,
-    );
+    const [logged] = await query<{
+      started_at: Date | string;
+      finished_at: Date | string;
+      duration_ms: number;
+      response_body_excerpt: string;
+    }>(store.database.db, sql`select started_at, finished_at, duration_ms, response_body_excerpt from attempts where run_id = ${b!.runId}`);
     expect(new Date(logged!.started_at).getTime()).toBe(T0 + 7);
     expect(new Date(logged!.finished_at).getTime()).toBe(T0 + 1_024);
     expect(logged).toMatchObject({ duration_ms: 1_017, response_body_excerpt: 'ok ✓' });
@@ -116,7 +136,12 @@ describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
     const [a] = await claim('A', T0);
     expect(await reapExpiredLeases(store.database.db, T0 + 2000)).toBe(1);
     expect(await attemptsOf(store.database, a!.runId)).toEqual([
-      { attempt: 1, responseStatus: null, errorClass: 'lease_lost', error: 'the lease expired before a result was recorded (dispatcher died or stalled)' },
+      {
+        attempt: 1,
+        responseStatus: null,
+        errorClass: 'lease_lost',
+        error: 'the lease expired before a result was recorded (dispatcher died or stalled)',
+      },
     ]);
     const [b] = await claim('B', T0 + 2000);
     await finishRuns(store.database.db, 'B', [outcome(b!, { runStatus: 'succeeded', responseStatus: 200 })]);
@@ -155,7 +180,14 @@ describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
     expect(await reapExpiredLeases(store.database.db, now)).toBe(3);
 
     const [r1] = await runsOf(store.database, again.id);
-    expect(r1).toMatchObject({ status: 'retrying', nextAttemptAtMs: now, finishedAtMs: null, leaseOwner: null, leaseExpiresAtMs: null, attempts: 1 });
+    expect(r1).toMatchObject({
+      status: 'retrying',
+      nextAttemptAtMs: now,
+      finishedAtMs: null,
+      leaseOwner: null,
+      leaseExpiresAtMs: null,
+      attempts: 1,
+    });
     expect(r1!.error).toMatch(/lost its lease/);
     const [r2] = await runsOf(store.database, once.id);
     expect(r2).toMatchObject({ status: 'failed', nextAttemptAtMs: null, finishedAtMs: now, leaseOwner: null });
@@ -183,7 +215,12 @@ describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
 
     const runOf = (jobId: string) => claimed.find((c) => c.jobId === jobId)!.runId;
     const now = T0 + 500; // before the leases expire: a shutdown, not a reap
-    await releaseLeases(store.database.db, 'A', [runOf(again.id), runOf(once.id), runOf(spent.id), byB!.runId].map((runId) => ({ shard: claimed[0]!.shard, runId })), now);
+    await releaseLeases(
+      store.database.db,
+      'A',
+      [runOf(again.id), runOf(once.id), runOf(spent.id), byB!.runId].map((runId) => ({ shard: claimed[0]!.shard, runId })),
+      now,
+    );
 
     const [r1] = await runsOf(store.database, again.id);
     expect(r1).toMatchObject({ status: 'retrying', nextAttemptAtMs: now, finishedAtMs: null, leaseOwner: null, leaseExpiresAtMs: null });
@@ -225,20 +262,30 @@ describe.each(DATABASE_TARGETS)('leases on $kind', (target) => {
   it('a run the reaper or a release ends failed counts toward pauseAfterFailures like a failed finish, and pauses the job', async () => {
     await createNotificationEndpoint(store.ctx, tenantId, { url: 'http://127.0.0.1:9/paused', events: ['job.paused'], description: null });
     const every = { type: 'interval', everyMs: 60_000 } as const;
-    const withPause = (n: number, o: JobSpecInput) => ({ ...testJobSpec(T0, { callback: { timeoutMs: 1000 }, schedule: every, ...o }), pauseAfterFailures: n });
+    const withPause = (n: number, o: JobSpecInput) => ({
+      ...testJobSpec(T0, { callback: { timeoutMs: 1000 }, schedule: every, ...o }),
+      pauseAfterFailures: n,
+    });
     const reaped = await createJob(store.ctx, tenantId, withPause(1, { name: 'reaped', deliveryMode: 'at-most-once' }), T0);
     const released = await createJob(store.ctx, tenantId, withPause(1, { name: 'released', deliveryMode: 'at-most-once' }), T0);
     const spent = await createJob(store.ctx, tenantId, withPause(2, { name: 'spent', retry: { maxAttempts: 1 } }), T0);
     const claimed = await claim('A', T0);
     expect(claimed).toHaveLength(3);
-    await releaseLeases(store.database.db, 'A', claimed.filter((c) => c.jobId === released.id), T0 + 500);
+    await releaseLeases(
+      store.database.db,
+      'A',
+      claimed.filter((c) => c.jobId === released.id),
+      T0 + 500,
+    );
     expect(await reapExpiredLeases(store.database.db, T0 + 5_000)).toBe(2);
 
     const jobsNow = await query<{ id: string; status: string; paused_reason: string | null; consecutive_failures: number }>(
       store.database.db,
       sql`select id, status, paused_reason, consecutive_failures from jobs where kind = 'callback'`,
     );
-    const byId = new Map(jobsNow.map((j) => [j.id, { status: j.status, pausedReason: j.paused_reason, failures: Number(j.consecutive_failures) }]));
+    const byId = new Map(
+      jobsNow.map((j) => [j.id, { status: j.status, pausedReason: j.paused_reason, failures: Number(j.consecutive_failures) }]),
+    );
     // Ambiguous (at-most-once) and spent runs are failed runs: each counts once, and reaching the limit pauses.
     expect(byId.get(reaped.id)).toEqual({ status: 'paused', pausedReason: 'consecutive_failures', failures: 1 });
     expect(byId.get(released.id)).toEqual({ status: 'paused', pausedReason: 'consecutive_failures', failures: 1 });

@@ -9,8 +9,7 @@
  * smallint; the primary keys lead with `shard` and `runs_due_idx` too; no trigger and no foreign key is left on the
  * public tables; and migrating again is a no-op.
  */
-import { randomBytes, randomUUID, createHash } from 'node:crypto';
-import { DISTRIBUTED_TABLES } from '../../src/store/citus.ts';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,9 +22,10 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdGenerator } from '../../src/domain/ids.ts';
 import { shardOf } from '../../src/domain/shard.ts';
+import { DISTRIBUTED_TABLES } from '../../src/store/citus.ts';
 import { openEmbedded } from '../../src/store/embedded.ts';
 import { MIGRATIONS_FOLDER, migrateEmbedded, migratePostgresUrl } from '../../src/store/migrate.ts';
-import { DATABASE_TARGETS, freshDatabase, type DatabaseTarget, type FreshDatabase } from '../support/databases.ts';
+import { DATABASE_TARGETS, type DatabaseTarget, type FreshDatabase, freshDatabase } from '../support/databases.ts';
 
 /** The last migration before the shard key. */
 const BEFORE_SHARD_IDX = 12;
@@ -344,7 +344,8 @@ function fullTenant(d: Data, tenantId: string, name: string): void {
     response_status: 500,
     error: 'HTTP 500: internal error',
   });
-  for (const n of [1, 2, 3]) attempt(d, dead, n, { response_status: 500, response_body_excerpt: "{'error': 'boom'}", error_class: 'http', error: 'HTTP 500' });
+  for (const n of [1, 2, 3])
+    attempt(d, dead, n, { response_status: 500, response_body_excerpt: "{'error': 'boom'}", error_class: 'http', error: 'HTTP 500' });
   const dismissed = run(d, tenantId, paused, {
     scheduled_for: at(-400),
     status: 'failed',
@@ -407,7 +408,13 @@ function smallTenant(d: Data, tenantId: string, i: number): void {
     const jobId = job(d, tenantId, { key: `job-${j}`, metadata: { i, j } });
     const ok = run(d, tenantId, jobId, { scheduled_for: at(-10), status: 'succeeded', attempts: 1, finished_at: at(-10) });
     attempt(d, ok, 1);
-    const failed = run(d, tenantId, jobId, { scheduled_for: at(-20), status: 'failed', attempts: 2, finished_at: at(-18), error: 'timeout' });
+    const failed = run(d, tenantId, jobId, {
+      scheduled_for: at(-20),
+      status: 'failed',
+      attempts: 2,
+      finished_at: at(-18),
+      error: 'timeout',
+    });
     attempt(d, failed, 1, { response_status: null, error_class: 'timeout', error: 'timeout' });
     attempt(d, failed, 2, { response_status: null, error_class: 'timeout', error: 'timeout' });
     run(d, tenantId, jobId, { scheduled_for: at(j), next_attempt_at: at(j) });
@@ -474,7 +481,9 @@ const triggers = (conn: Conn) =>
 
 /** Foreign keys on public tables. */
 const foreignKeys = (conn: Conn) =>
-  conn.rows<{ conname: string }>(`select conname from pg_constraint where contype = 'f' and connamespace = 'public'::regnamespace order by 1`);
+  conn.rows<{ conname: string }>(
+    `select conname from pg_constraint where contype = 'f' and connamespace = 'public'::regnamespace order by 1`,
+  );
 
 /** The functions of the public schema that migrations made (not those of extensions: pg_trgm, btree_gin). */
 const OWN_FUNCTIONS = `
@@ -496,157 +505,171 @@ const appliedMigrations = async (conn: Conn) =>
   Number((await conn.rows<{ n: number }>(`select count(*)::int as n from drizzle.__drizzle_migrations`))[0]!.n);
 
 // Chime runs on Citus from 0013 on: a 0012 database has the foreign keys and triggers Citus refuses.
-describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('migration 0013 (tenant shard key) on a filled 0012 database, on $kind', (target) => {
-  let fresh: FreshDatabase;
-  let conn: Conn;
-  let folder: string;
-  let journalLength: number;
-  let before: Contents;
-  let after: Contents;
-  let catalogBefore: {
-    primaryKeys: Record<string, string>;
-    triggers: string[];
-    foreignKeys: string[];
-    shardColumns: number;
-    migrations: number;
-  };
-
-  beforeAll(async () => {
-    const journal = JSON.parse(await readFile(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as Journal;
-    journalLength = journal.entries.length;
-    expect(journal.entries.find((e) => e.idx === BEFORE_SHARD_IDX)?.tag).toBe(BEFORE_SHARD_TAG);
-    expect(journal.entries.find((e) => e.idx === BEFORE_SHARD_IDX + 1)?.tag).toBe(SHARD_TAG);
-
-    folder = await migrationsUpTo(BEFORE_SHARD_IDX);
-    fresh = await freshDatabase(target);
-    conn = await connect(target, fresh);
-    await conn.migrateFrom(folder);
-
-    const data = buildData();
-    await conn.script(ALL_TABLES.map((t) => insert(t, data[t])).join('\n'));
-
-    before = await contents(conn);
-    catalogBefore = {
-      primaryKeys: await primaryKeys(conn),
-      triggers: (await triggers(conn)).map((r) => r.tgname),
-      foreignKeys: (await foreignKeys(conn)).map((r) => r.conname),
-      shardColumns: (await conn.rows(`select 1 from information_schema.columns where table_schema = 'public' and column_name = 'shard'`)).length,
-      migrations: await appliedMigrations(conn),
+describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))(
+  'migration 0013 (tenant shard key) on a filled 0012 database, on $kind',
+  (target) => {
+    let fresh: FreshDatabase;
+    let conn: Conn;
+    let folder: string;
+    let journalLength: number;
+    let before: Contents;
+    let after: Contents;
+    let catalogBefore: {
+      primaryKeys: Record<string, string>;
+      triggers: string[];
+      foreignKeys: string[];
+      shardColumns: number;
+      migrations: number;
     };
-    // Every row went in: the data is what the checks below run over.
-    for (const t of ALL_TABLES) expect({ t, n: before[t]!.count }).toEqual({ t, n: data[t].length });
 
-    await conn.migrateAsTheService();
-    after = await contents(conn);
-  });
+    beforeAll(async () => {
+      const journal = JSON.parse(await readFile(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as Journal;
+      journalLength = journal.entries.length;
+      expect(journal.entries.find((e) => e.idx === BEFORE_SHARD_IDX)?.tag).toBe(BEFORE_SHARD_TAG);
+      expect(journal.entries.find((e) => e.idx === BEFORE_SHARD_IDX + 1)?.tag).toBe(SHARD_TAG);
 
-  afterAll(async () => {
-    await conn?.close();
-    await fresh?.drop();
-    if (folder) await rm(folder, { recursive: true, force: true });
-  });
+      folder = await migrationsUpTo(BEFORE_SHARD_IDX);
+      fresh = await freshDatabase(target);
+      conn = await connect(target, fresh);
+      await conn.migrateFrom(folder);
 
-  it('starts from 0012 as it was: 13 migrations applied, no shard column, primary keys on id, the cascade triggers and foreign keys in place', () => {
-    expect(catalogBefore.migrations).toBe(BEFORE_SHARD_IDX + 1);
-    expect(catalogBefore.shardColumns).toBe(0);
-    expect(catalogBefore.primaryKeys).toMatchObject({ runs_pkey: 'runs(id)', attempts_pkey: 'attempts(run_id,attempt)', tenants_pkey: 'tenants(id)' });
-    expect(catalogBefore.triggers).toEqual(['jobs_delete_runs', 'runs_delete_attempts', 'tenants_delete_jobs']);
-    expect(catalogBefore.foreignKeys).toEqual([
-      'api_keys_tenant_id_tenants_id_fk',
-      'idempotency_keys_tenant_id_tenants_id_fk',
-      'notification_endpoints_tenant_id_tenants_id_fk',
-      'signing_secrets_tenant_id_tenants_id_fk',
-    ]);
-  });
+      const data = buildData();
+      await conn.script(ALL_TABLES.map((t) => insert(t, data[t])).join('\n'));
 
-  it('applies every migration of the journal', async () => {
-    expect(await appliedMigrations(conn)).toBe(journalLength);
-  });
+      before = await contents(conn);
+      catalogBefore = {
+        primaryKeys: await primaryKeys(conn),
+        triggers: (await triggers(conn)).map((r) => r.tgname),
+        foreignKeys: (await foreignKeys(conn)).map((r) => r.conname),
+        shardColumns: (await conn.rows(`select 1 from information_schema.columns where table_schema = 'public' and column_name = 'shard'`))
+          .length,
+        migrations: await appliedMigrations(conn),
+      };
+      // Every row went in: the data is what the checks below run over.
+      for (const t of ALL_TABLES) expect({ t, n: before[t]!.count }).toEqual({ t, n: data[t].length });
 
-  it('loses no row: every table has as many rows as before', () => {
-    expect(Object.fromEntries(ALL_TABLES.map((t) => [t, after[t]!.count]))).toEqual(Object.fromEntries(ALL_TABLES.map((t) => [t, before[t]!.count])));
-  });
+      await conn.migrateAsTheService();
+      after = await contents(conn);
+    });
 
-  it('changes no row: every row but its new shard column is as it was', () => {
-    for (const t of ALL_TABLES) expect({ t, digests: after[t]!.digests }).toEqual({ t, digests: before[t]!.digests });
-  });
+    afterAll(async () => {
+      await conn?.close();
+      await fresh?.drop();
+      if (folder) await rm(folder, { recursive: true, force: true });
+    });
 
-  it('adds shard as a NOT NULL smallint to every tenant-owned table, and to no other', async () => {
-    const rows = await conn.rows<{ table_name: string; data_type: string; is_nullable: string }>(`
+    it('starts from 0012 as it was: 13 migrations applied, no shard column, primary keys on id, the cascade triggers and foreign keys in place', () => {
+      expect(catalogBefore.migrations).toBe(BEFORE_SHARD_IDX + 1);
+      expect(catalogBefore.shardColumns).toBe(0);
+      expect(catalogBefore.primaryKeys).toMatchObject({
+        runs_pkey: 'runs(id)',
+        attempts_pkey: 'attempts(run_id,attempt)',
+        tenants_pkey: 'tenants(id)',
+      });
+      expect(catalogBefore.triggers).toEqual(['jobs_delete_runs', 'runs_delete_attempts', 'tenants_delete_jobs']);
+      expect(catalogBefore.foreignKeys).toEqual([
+        'api_keys_tenant_id_tenants_id_fk',
+        'idempotency_keys_tenant_id_tenants_id_fk',
+        'notification_endpoints_tenant_id_tenants_id_fk',
+        'signing_secrets_tenant_id_tenants_id_fk',
+      ]);
+    });
+
+    it('applies every migration of the journal', async () => {
+      expect(await appliedMigrations(conn)).toBe(journalLength);
+    });
+
+    it('loses no row: every table has as many rows as before', () => {
+      expect(Object.fromEntries(ALL_TABLES.map((t) => [t, after[t]!.count]))).toEqual(
+        Object.fromEntries(ALL_TABLES.map((t) => [t, before[t]!.count])),
+      );
+    });
+
+    it('changes no row: every row but its new shard column is as it was', () => {
+      for (const t of ALL_TABLES) expect({ t, digests: after[t]!.digests }).toEqual({ t, digests: before[t]!.digests });
+    });
+
+    it('adds shard as a NOT NULL smallint to every tenant-owned table, and to no other', async () => {
+      const rows = await conn.rows<{ table_name: string; data_type: string; is_nullable: string }>(`
       select table_name, data_type, is_nullable from information_schema.columns
        where table_schema = 'public' and column_name = 'shard' order by table_name`);
-    expect(rows.map((r) => ({ ...r }))).toEqual(
-      [...TENANT_TABLES].sort().map((table_name) => ({ table_name, data_type: 'smallint', is_nullable: 'NO' })),
-    );
-  });
-
-  it("sets every tenant-owned row's shard to shardOf(its tenant id), computed in JS", async () => {
-    const wrong: unknown[] = [];
-    let checked = 0;
-    const tenantShards = new Set<number>();
-    for (const t of TENANT_TABLES) {
-      const rows =
-        t === 'attempts'
-          ? await conn.rows<{ tenant: string | null; shard: number; row: string }>(
-              `select r.tenant_id::text as tenant, a.shard, a.run_id || '#' || a.attempt as row
-                 from attempts a left join runs r on r.id = a.run_id`,
-            )
-          : await conn.rows<{ tenant: string; shard: number; row: string }>(
-              `select ${t === 'tenants' ? 'id' : 'tenant_id'}::text as tenant, shard, ctid::text as row from "${t}"`,
-            );
-      for (const r of rows) {
-        checked++;
-        if (r.tenant === null || Number(r.shard) !== shardOf(r.tenant)) wrong.push({ table: t, ...r });
-        if (t === 'tenants') tenantShards.add(Number(r.shard));
-      }
-    }
-    expect(wrong).toEqual([]);
-    expect(checked).toBe(TENANT_TABLES.reduce((n, t) => n + before[t]!.count, 0));
-    // The data covers several buckets, the three chosen ones among them.
-    expect([63, 42, 0].every((s) => tenantShards.has(s))).toBe(true);
-    expect(tenantShards.size).toBeGreaterThanOrEqual(5);
-  });
-
-  it('makes the primary keys (shard, id), and (shard, run_id, attempt) for attempts', async () => {
-    expect(await primaryKeys(conn)).toEqual({
-      tenants_pkey: 'tenants(shard,id)',
-      api_keys_pkey: 'api_keys(shard,id)',
-      signing_secrets_pkey: 'signing_secrets(shard,id)',
-      notification_endpoints_pkey: 'notification_endpoints(shard,id)',
-      jobs_pkey: 'jobs(shard,id)',
-      runs_pkey: 'runs(shard,id)',
-      attempts_pkey: 'attempts(shard,run_id,attempt)',
-      jwt_keys_pkey: 'jwt_keys(kid)',
+      expect(rows.map((r) => ({ ...r }))).toEqual(
+        [...TENANT_TABLES].sort().map((table_name) => ({ table_name, data_type: 'smallint', is_nullable: 'NO' })),
+      );
     });
-  });
 
-  it("leads runs_due_idx with shard, still over waiting runs only", async () => {
-    const [idx] = await conn.rows<{ lead: string; cols: string; partial: boolean; def: string }>(`
+    it("sets every tenant-owned row's shard to shardOf(its tenant id), computed in JS", async () => {
+      const wrong: unknown[] = [];
+      let checked = 0;
+      const tenantShards = new Set<number>();
+      for (const t of TENANT_TABLES) {
+        const rows =
+          t === 'attempts'
+            ? await conn.rows<{ tenant: string | null; shard: number; row: string }>(
+                `select r.tenant_id::text as tenant, a.shard, a.run_id || '#' || a.attempt as row
+                 from attempts a left join runs r on r.id = a.run_id`,
+              )
+            : await conn.rows<{ tenant: string; shard: number; row: string }>(
+                `select ${t === 'tenants' ? 'id' : 'tenant_id'}::text as tenant, shard, ctid::text as row from "${t}"`,
+              );
+        for (const r of rows) {
+          checked++;
+          if (r.tenant === null || Number(r.shard) !== shardOf(r.tenant)) wrong.push({ table: t, ...r });
+          if (t === 'tenants') tenantShards.add(Number(r.shard));
+        }
+      }
+      expect(wrong).toEqual([]);
+      expect(checked).toBe(TENANT_TABLES.reduce((n, t) => n + before[t]!.count, 0));
+      // The data covers several buckets, the three chosen ones among them.
+      expect([63, 42, 0].every((s) => tenantShards.has(s))).toBe(true);
+      expect(tenantShards.size).toBeGreaterThanOrEqual(5);
+    });
+
+    it('makes the primary keys (shard, id), and (shard, run_id, attempt) for attempts', async () => {
+      expect(await primaryKeys(conn)).toEqual({
+        tenants_pkey: 'tenants(shard,id)',
+        api_keys_pkey: 'api_keys(shard,id)',
+        signing_secrets_pkey: 'signing_secrets(shard,id)',
+        notification_endpoints_pkey: 'notification_endpoints(shard,id)',
+        jobs_pkey: 'jobs(shard,id)',
+        runs_pkey: 'runs(shard,id)',
+        attempts_pkey: 'attempts(shard,run_id,attempt)',
+        jwt_keys_pkey: 'jwt_keys(kid)',
+      });
+    });
+
+    it('leads runs_due_idx with shard, still over waiting runs only', async () => {
+      const [idx] = await conn.rows<{ lead: string; cols: string; partial: boolean; def: string }>(`
       select (select a.attname from pg_attribute a where a.attrelid = i.indrelid and a.attnum = i.indkey[0]) as lead,
              (select string_agg(a.attname, ',' order by k.ord)
                 from unnest(i.indkey) with ordinality as k(attnum, ord)
                 join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.attnum) as cols,
              i.indpred is not null as partial, pg_get_indexdef(i.indexrelid) as def
         from pg_index i where i.indexrelid = 'public.runs_due_idx'::regclass`);
-    expect(idx).toBeDefined();
-    expect({ lead: idx!.lead, cols: idx!.cols, partial: idx!.partial }).toEqual({ lead: 'shard', cols: 'shard,next_attempt_at', partial: true });
-    expect(idx!.def).toMatch(/'scheduled'.*'retrying'/);
-  });
+      expect(idx).toBeDefined();
+      expect({ lead: idx!.lead, cols: idx!.cols, partial: idx!.partial }).toEqual({
+        lead: 'shard',
+        cols: 'shard,next_attempt_at',
+        partial: true,
+      });
+      expect(idx!.def).toMatch(/'scheduled'.*'retrying'/);
+    });
 
-  it('leaves no trigger and no foreign key on the public tables, and drops the trigger functions', async () => {
-    expect(await triggers(conn)).toEqual([]);
-    expect(await foreignKeys(conn)).toEqual([]);
-    const functions = await conn.rows<{ proname: string }>(`${OWN_FUNCTIONS} order by 1`);
-    expect(functions.map((f) => f.proname)).toEqual(['chime_shard_of']);
-  });
+    it('leaves no trigger and no foreign key on the public tables, and drops the trigger functions', async () => {
+      expect(await triggers(conn)).toEqual([]);
+      expect(await foreignKeys(conn)).toEqual([]);
+      const functions = await conn.rows<{ proname: string }>(`${OWN_FUNCTIONS} order by 1`);
+      expect(functions.map((f) => f.proname)).toEqual(['chime_shard_of']);
+    });
 
-  it('is a no-op when migrated again: no migration recorded, catalog and rows unchanged', async () => {
-    const catalogAfter = await catalog(conn);
-    await conn.migrateAsTheService();
-    expect(await appliedMigrations(conn)).toBe(journalLength);
-    expect(await catalog(conn)).toEqual(catalogAfter);
-    expect(await contents(conn)).toEqual(after);
-    const shards = await conn.rows<{ n: number }>(`select count(*)::int as n from runs where shard <> chime_shard_of(tenant_id)`);
-    expect(Number(shards[0]!.n)).toBe(0);
-  });
-});
+    it('is a no-op when migrated again: no migration recorded, catalog and rows unchanged', async () => {
+      const catalogAfter = await catalog(conn);
+      await conn.migrateAsTheService();
+      expect(await appliedMigrations(conn)).toBe(journalLength);
+      expect(await catalog(conn)).toEqual(catalogAfter);
+      expect(await contents(conn)).toEqual(after);
+      const shards = await conn.rows<{ n: number }>(`select count(*)::int as n from runs where shard <> chime_shard_of(tenant_id)`);
+      expect(Number(shards[0]!.n)).toBe(0);
+    });
+  },
+);

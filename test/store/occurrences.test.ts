@@ -4,18 +4,18 @@
  * the claim's own transaction; concurrent claims never hand out the same run.
  */
 import { sql } from 'drizzle-orm';
-import { shardOf } from '../../src/domain/shard.ts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { newId } from '../../src/domain/ids.ts';
+import { shardOf } from '../../src/domain/shard.ts';
 import type { Database } from '../../src/store/db.ts';
 import { NOTIFY_HORIZON_MS, query, RUNS_CHANNEL } from '../../src/store/db.ts';
 import { createJob, getJob } from '../../src/store/jobs.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { runs } from '../../src/store/schema.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { createTestTenantIn, openTestStore, runsOf, T0, testJobSpec, type TestStore, deleteAllJobs } from '../support/store.ts';
-import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
+import { createTestTenantIn, deleteAllJobs, openTestStore, runsOf, T0, type TestStore, testJobSpec } from '../support/store.ts';
 
 const MINUTE = 60_000;
 
@@ -44,7 +44,10 @@ describe.each(DATABASE_TARGETS)('jobs and occurrences on $kind', (target) => {
     const job = await createJob(store.ctx, tenantId, testJobSpec(T0, { schedule: { type: 'once', at: new Date(at).toISOString() } }), T0);
     // On PostgreSQL another pool (as another process would) sees both rows: they are committed.
     const reader = store.openAnother() ?? store.database;
-    const [row] = await query<{ status: string; next_run_at: Date | string }>(reader.db, sql`select status, next_run_at from jobs where id = ${job.id}`);
+    const [row] = await query<{ status: string; next_run_at: Date | string }>(
+      reader.db,
+      sql`select status, next_run_at from jobs where id = ${job.id}`,
+    );
     expect(row?.status).toBe('active');
     expect(new Date(row!.next_run_at).getTime()).toBe(at);
     const jobRuns = await runsOf(reader, job.id);
@@ -75,28 +78,37 @@ describe.each(DATABASE_TARGETS)('jobs and occurrences on $kind', (target) => {
   });
 
   // The failure is made with a trigger, which Citus refuses on a distributed table.
-  it.runIf(target.kind !== 'citus')('createJob is one transaction: when the first run cannot be inserted, no job is left behind', async () => {
-    // The refused run is told by its time: the job and run inserts are one statement, whose parts see no other's rows.
-    const refusedAt = new Date(T0 + 4_242_000).toISOString();
-    await store.database.db.execute(sql.raw(`create or replace function test_refuse_run() returns trigger language plpgsql as $$
+  it.runIf(target.kind !== 'citus')(
+    'createJob is one transaction: when the first run cannot be inserted, no job is left behind',
+    async () => {
+      // The refused run is told by its time: the job and run inserts are one statement, whose parts see no other's rows.
+      const refusedAt = new Date(T0 + 4_242_000).toISOString();
+      await store.database.db.execute(
+        sql.raw(`create or replace function test_refuse_run() returns trigger language plpgsql as $$
       begin
         if new.scheduled_for = '${refusedAt}'::timestamptz then
           raise exception 'test: run refused';
         end if;
         return new;
-      end $$`));
-    await store.database.db.execute(sql`create trigger test_refuse_run before insert on runs for each row execute function test_refuse_run()`);
-    try {
-      await expect(createJob(store.ctx, tenantId, testJobSpec(T0, { name: 'explode', schedule: { type: 'once', at: refusedAt } }), T0)).rejects.toThrow();
-      const left = await query<{ n: number }>(store.database.db, sql`select count(*)::int as n from jobs where name = 'explode'`);
-      expect(left[0]!.n).toBe(0);
-      // The trigger lets other jobs through: the refusal above was the run insert, not the job insert.
-      const ok = await createJob(store.ctx, tenantId, testJobSpec(T0, { name: 'fine' }), T0);
-      expect(await runsOf(store.database, ok.id)).toHaveLength(1);
-    } finally {
-      await store.database.db.execute(sql`drop trigger if exists test_refuse_run on runs`);
-    }
-  });
+      end $$`),
+      );
+      await store.database.db.execute(
+        sql`create trigger test_refuse_run before insert on runs for each row execute function test_refuse_run()`,
+      );
+      try {
+        await expect(
+          createJob(store.ctx, tenantId, testJobSpec(T0, { name: 'explode', schedule: { type: 'once', at: refusedAt } }), T0),
+        ).rejects.toThrow();
+        const left = await query<{ n: number }>(store.database.db, sql`select count(*)::int as n from jobs where name = 'explode'`);
+        expect(left[0]!.n).toBe(0);
+        // The trigger lets other jobs through: the refusal above was the run insert, not the job insert.
+        const ok = await createJob(store.ctx, tenantId, testJobSpec(T0, { name: 'fine' }), T0);
+        expect(await runsOf(store.database, ok.id)).toHaveLength(1);
+      } finally {
+        await store.database.db.execute(sql`drop trigger if exists test_refuse_run on runs`);
+      }
+    },
+  );
 
   /** Inserts a waiting run of `jobId` at `scheduledForMs`, as the store does (ON CONFLICT DO NOTHING) or without it. */
   const insertOccurrence = async (jobId: string, scheduledForMs: number, o: { trigger?: string; onConflict?: boolean } = {}) => {
@@ -171,28 +183,35 @@ describe.each(DATABASE_TARGETS)('jobs and occurrences on $kind', (target) => {
   });
 
   // The failure is made with a trigger, which Citus refuses on a distributed table.
-  it.runIf(target.kind !== 'citus')('the next occurrence is created in the claim transaction: if it cannot be inserted, the claim is undone', async () => {
-    const job = await createJob(store.ctx, tenantId, testJobSpec(T0, { schedule: { type: 'interval', everyMs: MINUTE } }), T0);
-    const next = new Date(T0 + MINUTE).toISOString();
-    await store.database.db.execute(sql.raw(`create or replace function test_refuse_next() returns trigger language plpgsql as $$
+  it.runIf(target.kind !== 'citus')(
+    'the next occurrence is created in the claim transaction: if it cannot be inserted, the claim is undone',
+    async () => {
+      const job = await createJob(store.ctx, tenantId, testJobSpec(T0, { schedule: { type: 'interval', everyMs: MINUTE } }), T0);
+      const next = new Date(T0 + MINUTE).toISOString();
+      await store.database.db.execute(
+        sql.raw(`create or replace function test_refuse_next() returns trigger language plpgsql as $$
       begin
         if new.scheduled_for = '${next}'::timestamptz then raise exception 'test: next occurrence refused'; end if;
         return new;
-      end $$`));
-    await store.database.db.execute(sql`create trigger test_refuse_next before insert on runs for each row execute function test_refuse_next()`);
-    try {
-      await expect(claim('A', T0)).rejects.toThrow();
-    } finally {
-      await store.database.db.execute(sql`drop trigger if exists test_refuse_next on runs`);
-    }
-    const [run] = await runsOf(store.database, job.id);
-    expect(run).toMatchObject({ scheduledForMs: T0, status: 'scheduled', attempts: 0, leaseOwner: null, nextAttemptAtMs: T0 });
-    expect(await runsOf(store.database, job.id)).toHaveLength(1);
-    expect((await getJob(store.ctx, tenantId, job.id))?.lastRunAt).toBeNull();
-    // Once the insert can succeed, the same claim goes through.
-    expect(await claim('A', T0)).toHaveLength(1);
-    expect(await runsOf(store.database, job.id)).toHaveLength(2);
-  });
+      end $$`),
+      );
+      await store.database.db.execute(
+        sql`create trigger test_refuse_next before insert on runs for each row execute function test_refuse_next()`,
+      );
+      try {
+        await expect(claim('A', T0)).rejects.toThrow();
+      } finally {
+        await store.database.db.execute(sql`drop trigger if exists test_refuse_next on runs`);
+      }
+      const [run] = await runsOf(store.database, job.id);
+      expect(run).toMatchObject({ scheduledForMs: T0, status: 'scheduled', attempts: 0, leaseOwner: null, nextAttemptAtMs: T0 });
+      expect(await runsOf(store.database, job.id)).toHaveLength(1);
+      expect((await getJob(store.ctx, tenantId, job.id))?.lastRunAt).toBeNull();
+      // Once the insert can succeed, the same claim goes through.
+      expect(await claim('A', T0)).toHaveLength(1);
+      expect(await runsOf(store.database, job.id)).toHaveLength(2);
+    },
+  );
 
   it('concurrent claims by two owners never return the same run nor create an occurrence twice', async () => {
     const n = 60;

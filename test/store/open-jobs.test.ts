@@ -45,13 +45,19 @@ describe('OpenJobsEstimates', () => {
 
   it('never answers a room too small for the jobs asked about: a refusal always follows an exact count', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 200_000 }), fc.nat(200_000), fc.nat(1_000), fc.integer({ min: 1, max: 2_000 }), (limit, open, added, adding) => {
-        const e = new OpenJobsEstimates(new ManualClock(T0));
-        e.counted('t', Math.min(open, limit));
-        e.added('t', added);
-        const room = e.room('t', limit, adding);
-        if (room !== null) expect(room).toBeGreaterThan(adding);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 200_000 }),
+        fc.nat(200_000),
+        fc.nat(1_000),
+        fc.integer({ min: 1, max: 2_000 }),
+        (limit, open, added, adding) => {
+          const e = new OpenJobsEstimates(new ManualClock(T0));
+          e.counted('t', Math.min(open, limit));
+          e.added('t', added);
+          const room = e.room('t', limit, adding);
+          if (room !== null) expect(room).toBeGreaterThan(adding);
+        },
+      ),
     );
   });
 });

@@ -17,8 +17,8 @@ import {
   checkPGliteSyncPatch,
   checkSyncHooks,
   PGLITE_PATCHED_FILES,
-  pglitePackageDir,
   PGliteSyncPatchError,
+  pglitePackageDir,
 } from '../../src/store/pglite-sync.ts';
 import { APPLY_PATCH_COMMAND } from '../../src/store/postgres-patch.ts';
 import { CHIME_CLI } from '../support/build.ts';
@@ -53,7 +53,10 @@ async function copyOfPGlite(dir: string, opts: { unpatched: readonly string[] })
   await copyFile(join(installed, 'package.json'), join(dir, 'package.json'));
   for (const file of PGLITE_PATCHED_FILES) {
     await mkdir(dirname(join(dir, file)), { recursive: true });
-    await writeFile(join(dir, file), opts.unpatched.includes(file) ? await unpatchedText(file) : await readFile(join(installed, file), 'utf8'));
+    await writeFile(
+      join(dir, file),
+      opts.unpatched.includes(file) ? await unpatchedText(file) : await readFile(join(installed, file), 'utf8'),
+    );
   }
   return dir;
 }
@@ -114,7 +117,7 @@ describe('openEmbedded and CHIME_EMBEDDED_SYNC', () => {
     }
   });
 
-  it('keeps PGlite\'s -F with sync off, and follows CHIME_EMBEDDED_SYNC when not told', async () => {
+  it("keeps PGlite's -F with sync off, and follows CHIME_EMBEDDED_SYNC when not told", async () => {
     const off = await openEmbedded(join(scratch, 'unsynced'), { sync: false });
     try {
       expect(await setting(off, 'fsync')).toBe('off');
@@ -158,7 +161,8 @@ async function installWithoutPatch(dir: string): Promise<void> {
   }
   // A copy, not a link: Node resolves a link to its real path, the patched package.
   await cp(pglitePackageDir(), join(dir, 'node_modules', '@electric-sql', 'pglite'), { recursive: true });
-  for (const file of PGLITE_PATCHED_FILES) await writeFile(join(dir, 'node_modules', '@electric-sql', 'pglite', file), await unpatchedText(file));
+  for (const file of PGLITE_PATCHED_FILES)
+    await writeFile(join(dir, 'node_modules', '@electric-sql', 'pglite', file), await unpatchedText(file));
   await mkdir(join(dir, dirname(CHIME_CLI)), { recursive: true });
   await copyFile(join(ROOT, CHIME_CLI), join(dir, CHIME_CLI));
   await symlink(join(ROOT, 'dist', 'console'), join(dir, 'dist', 'console'));

@@ -42,7 +42,8 @@ describe.each(DATABASE_TARGETS)('pipelined on $kind', (target) => {
   it('runs its statements in the order given, whatever their kind', async () => {
     // Each appends its letter to a transaction-local variable: a raw execute not yet started, a query through `query`
     // (started at once), a function that calls `query` before it returns, and another raw execute.
-    const append = (letter: string) => sql`select set_config('chime.test_order', coalesce(current_setting('chime.test_order', true), '') || ${letter}, true) as v`;
+    const append = (letter: string) =>
+      sql`select set_config('chime.test_order', coalesce(current_setting('chime.test_order', true), '') || ${letter}, true) as v`;
     const [, , , last] = await store.database.db.transaction((tx) =>
       pipelined(
         tx,
@@ -63,7 +64,9 @@ describe.each(DATABASE_TARGETS)('pipelined on $kind', (target) => {
   it('fails as a whole when a statement fails, and refuses a setting that is not a planner method', async () => {
     await expect(store.database.db.transaction((tx) => queryPlanned(tx, CLAIM_PLAN, sql`select 1 / 0`))).rejects.toThrow(/select 1 \/ 0/);
     await expect(
-      store.database.db.transaction((tx) => queryPlanned(tx, { "enable_sort', 'off', true); drop table runs; --": 'off' } as never, sql`select 1`)),
+      store.database.db.transaction((tx) =>
+        queryPlanned(tx, { "enable_sort', 'off', true); drop table runs; --": 'off' } as never, sql`select 1`),
+      ),
     ).rejects.toThrow(TypeError);
   });
 });

@@ -4,7 +4,7 @@
  * found" and exits 0) ran silently without the fix. The detector passes on this install (patched by `npm ci`) and
  * names the files, the version and the command on a copy with the patch taken out again.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile, copyFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -12,8 +12,8 @@ import {
   APPLY_PATCH_COMMAND,
   checkPostgresPatch,
   POSTGRES_PATCHED_FILES,
-  postgresPackageDir,
   PostgresPatchError,
+  postgresPackageDir,
 } from '../../src/store/postgres-patch.ts';
 
 const PATCH_FILE = new URL('../../src/store/patches/postgres+3.4.9.patch', import.meta.url);
@@ -24,7 +24,10 @@ afterAll(() => rm(scratch, { recursive: true, force: true }));
 function unpatch(text: string, patch: string, file: string): string {
   const section = patch.split(/^diff --git /m).find((s) => s.startsWith(`a/node_modules/postgres/${file} `));
   if (!section) throw new Error(`the patch has no section for ${file}`);
-  const added = section.split('\n').filter((l) => l.startsWith('+') && !l.startsWith('+++')).map((l) => l.slice(1));
+  const added = section
+    .split('\n')
+    .filter((l) => l.startsWith('+') && !l.startsWith('+++'))
+    .map((l) => l.slice(1));
   const lines = text.split('\n');
   for (const line of added) {
     const i = lines.indexOf(line);

@@ -5,16 +5,16 @@
  * quadratic), and the finish as a scan of every running run's lease entry joined to every outcome (a batch squared).
  * Each statement is run under EXPLAIN ANALYZE (in a transaction rolled back) and the work its plan did is counted.
  */
-import { sql, type SQL } from 'drizzle-orm';
-import { shardOf } from '../../src/domain/shard.ts';
+import { type SQL, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { destinationOf } from '../../src/domain/destination.ts';
-import { pipelined, query, type PlannerSettings } from '../../src/store/db.ts';
+import { shardOf } from '../../src/domain/shard.ts';
+import { type PlannerSettings, pipelined, query } from '../../src/store/db.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { CLAIM_PLAN, claimStatement } from '../../src/store/queue/claim-runs.ts';
 import { FINISH_PLAN, finishStatement } from '../../src/store/queue/finish-runs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { FAILED_500, T0, testJobSpec, testOutcome, type TestStore, useTestStore } from '../support/store.ts';
+import { FAILED_500, T0, type TestStore, testJobSpec, testOutcome, useTestStore } from '../support/store.ts';
 
 /** A plan node of EXPLAIN (FORMAT JSON), as far as this test reads it. */
 type PlanNode = {
@@ -63,7 +63,12 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
   async function addDueRuns(prefix: string, url: string, n: number, firstDueMs: number): Promise<void> {
     // Ids new to this test: the same ids deleted and inserted again by every test leave dead index entries behind.
     prefix = `${prefix}-${crypto.randomUUID()}`;
-    const template = await createJob(store.ctx, tenantId, testJobSpec(T0, { callback: { url }, schedule: { type: 'once', at: new Date(T0 + 86_400_000).toISOString() } }), T0);
+    const template = await createJob(
+      store.ctx,
+      tenantId,
+      testJobSpec(T0, { callback: { url }, schedule: { type: 'once', at: new Date(T0 + 86_400_000).toISOString() } }),
+      T0,
+    );
     const db = store.database.db;
     await db.execute(sql`insert into jobs (shard, id, tenant_id, key, name, status, paused_reason, schedule, callback, auth_token_enc,
         payload, retry, relevancy_window_ms, delivery_mode, overlap_policy, catch_up, jitter_ms, metadata, next_run_at,
@@ -87,7 +92,9 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
     let result: { work: number; jobsWork: number; rows: number } | undefined;
     await store.database.db
       .transaction(async (tx) => {
-        const [[row]] = await pipelined(tx, settings, () => query<Record<string, unknown>>(tx, sql`explain (analyze, format json) ${statement}`));
+        const [[row]] = await pipelined(tx, settings, () =>
+          query<Record<string, unknown>>(tx, sql`explain (analyze, format json) ${statement}`),
+        );
         const raw = Object.values(row!)[0];
         const [{ Plan: plan }] = (typeof raw === 'string' ? JSON.parse(raw) : raw) as [{ Plan: PlanNode }];
         result = { work: planWork(plan), jobsWork: planWork(plan, 'jobs'), rows: plan['Actual Rows'] };
@@ -101,7 +108,10 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
 
   it(`a claim of ${LIMIT} reads about ${LIMIT} due runs, not the backlog of ${BACKLOG}`, async () => {
     await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
-    const { work, rows } = await explain(claimStatement({ shard: shardOf(tenantId), owner: 'D', limit: LIMIT, nowMs: T0, leaseMarginMs: 1 }), CLAIM_PLAN);
+    const { work, rows } = await explain(
+      claimStatement({ shard: shardOf(tenantId), owner: 'D', limit: LIMIT, nowMs: T0, leaseMarginMs: 1 }),
+      CLAIM_PLAN,
+    );
     expect(rows).toBe(LIMIT);
     // The due index's first LIMIT entries and the LIMIT runs updated through the primary key.
     expect(work).toBeLessThanOrEqual(4 * LIMIT);
@@ -127,21 +137,29 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
   });
 
   // EXPLAIN ANALYZE of the finish's inserts is refused by Citus (INSERT ... SELECT via the coordinator).
-  it.runIf(target.kind !== 'citus')(`a finish of ${BATCH} outcomes joins each to its run and its job once, not to each of the ${BACKLOG} running runs or their jobs`, async () => {
-    await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
-    // Every run claimed by D (a dispatcher with a deep per-destination queue), as a claim leaves them.
-    await store.database.db.execute(sql`update runs set status = 'running', lease_owner = 'D', attempts = 1, next_attempt_at = null,
+  it.runIf(target.kind !== 'citus')(
+    `a finish of ${BATCH} outcomes joins each to its run and its job once, not to each of the ${BACKLOG} running runs or their jobs`,
+    async () => {
+      await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
+      // Every run claimed by D (a dispatcher with a deep per-destination queue), as a claim leaves them.
+      await store.database.db.execute(sql`update runs set status = 'running', lease_owner = 'D', attempts = 1, next_attempt_at = null,
       lease_expires_at = ${new Date(T0 + 60_000).toISOString()}::timestamptz where next_attempt_at <= ${new Date(T0).toISOString()}::timestamptz`);
-    const ids = await query<{ id: string; job_id: string }>(store.database.db, sql`select id, job_id from runs where status = 'running' order by id limit ${BATCH}`);
-    // Half of them failed, so the statement's count of failures in a row updates half the jobs.
-    const outcomes = ids.map((r, i) => testOutcome({ shard: shardOf(tenantId), runId: r.id, jobId: r.job_id, attempt: 1 }, i % 2 === 0 ? {} : FAILED_500));
-    const { work, jobsWork, rows } = await explain(finishStatement('D', outcomes), FINISH_PLAN);
-    expect(rows).toBe(BATCH);
-    // Linear: the runs read once (by primary key, or in one pass on a table this small) and hashed against the
-    // outcomes. The nested loop it replaces compared every run read with every outcome: BACKLOG × BATCH.
-    expect(work).toBeLessThanOrEqual(2 * (BACKLOG + BATCH));
-    // Each outcome's job read once by primary key: not a pass over the bucket's BACKLOG jobs, nor a loop per outcome.
-    expect(jobsWork).toBeGreaterThanOrEqual(BATCH);
-    expect(jobsWork).toBeLessThanOrEqual(2 * BATCH);
-  });
+      const ids = await query<{ id: string; job_id: string }>(
+        store.database.db,
+        sql`select id, job_id from runs where status = 'running' order by id limit ${BATCH}`,
+      );
+      // Half of them failed, so the statement's count of failures in a row updates half the jobs.
+      const outcomes = ids.map((r, i) =>
+        testOutcome({ shard: shardOf(tenantId), runId: r.id, jobId: r.job_id, attempt: 1 }, i % 2 === 0 ? {} : FAILED_500),
+      );
+      const { work, jobsWork, rows } = await explain(finishStatement('D', outcomes), FINISH_PLAN);
+      expect(rows).toBe(BATCH);
+      // Linear: the runs read once (by primary key, or in one pass on a table this small) and hashed against the
+      // outcomes. The nested loop it replaces compared every run read with every outcome: BACKLOG × BATCH.
+      expect(work).toBeLessThanOrEqual(2 * (BACKLOG + BATCH));
+      // Each outcome's job read once by primary key: not a pass over the bucket's BACKLOG jobs, nor a loop per outcome.
+      expect(jobsWork).toBeGreaterThanOrEqual(BATCH);
+      expect(jobsWork).toBeLessThanOrEqual(2 * BATCH);
+    },
+  );
 });

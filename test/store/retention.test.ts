@@ -3,20 +3,21 @@
  * waiting, running and recent runs are never touched; expired idempotency keys go too. The housekeeper loops the
  * batches to the end and counts what it pruned.
  */
-import { ManualClock } from '../../src/domain/clock.ts';
+
 import { sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createHousekeeper } from '../../src/dispatch/housekeeping.ts';
 import { createDispatchMetrics } from '../../src/dispatch/metrics.ts';
+import { ManualClock } from '../../src/domain/clock.ts';
+import { query } from '../../src/store/db.ts';
 import { IDEMPOTENCY_TTL_MS } from '../../src/store/idempotency.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { countDueRuns } from '../../src/store/queue/due-backlog.ts';
 import { pruneFinishedRuns, pruneIdempotencyKeys } from '../../src/store/retention.ts';
-import { query } from '../../src/store/db.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
-import { T0, testJobSpec, useTestStore, type TestStore } from '../support/store.ts';
+import { T0, type TestStore, testJobSpec, useTestStore } from '../support/store.ts';
 
 const DAY = 86_400_000;
 
@@ -40,7 +41,9 @@ describe.each(DATABASE_TARGETS)('retention on $kind', (target) => {
     await store.database.db.execute(sql`update runs set status = ${status}, finished_at = ${fin}::timestamptz,
       next_attempt_at = case when ${status} in ('scheduled', 'retrying') then ${new Date(T0).toISOString()}::timestamptz end
       where id = ${run!.id}`);
-    await store.database.db.execute(sql`insert into attempts (shard, run_id, attempt, started_at) values (chime_shard_of(${tenantId}::uuid), ${run!.id}, 1, ${new Date(T0).toISOString()}::timestamptz)`);
+    await store.database.db.execute(
+      sql`insert into attempts (shard, run_id, attempt, started_at) values (chime_shard_of(${tenantId}::uuid), ${run!.id}, 1, ${new Date(T0).toISOString()}::timestamptz)`,
+    );
     return run!.id;
   }
   const runIds = async () => (await query<{ id: string }>(store.database.db, sql`select id from runs`)).map((r) => r.id).sort();
@@ -74,7 +77,14 @@ describe.each(DATABASE_TARGETS)('retention on $kind', (target) => {
     const registry = new Registry();
     const metrics = createDispatchMetrics(registry);
     const clock = new ManualClock(T0 + 40 * DAY);
-    const keeper = createHousekeeper({ db: store.database.db, clock, logger: pino({ level: 'silent' }), retentionMs: 30 * DAY, batchSize: 3, metrics });
+    const keeper = createHousekeeper({
+      db: store.database.db,
+      clock,
+      logger: pino({ level: 'silent' }),
+      retentionMs: 30 * DAY,
+      batchSize: 3,
+      metrics,
+    });
     expect(await keeper.runOnce()).toEqual({ runs: 7, idempotencyKeys: 1 });
     expect(await runIds()).toEqual([recent]);
     const keys = await query<{ key: string }>(store.database.db, sql`select key from idempotency_keys`);
@@ -84,7 +94,12 @@ describe.each(DATABASE_TARGETS)('retention on $kind', (target) => {
 
   it('retention 0 keeps finished runs forever', async () => {
     const id = await runIn('succeeded', T0);
-    const keeper = createHousekeeper({ db: store.database.db, clock: new ManualClock(T0 + 1000 * DAY), logger: pino({ level: 'silent' }), retentionMs: 0 });
+    const keeper = createHousekeeper({
+      db: store.database.db,
+      clock: new ManualClock(T0 + 1000 * DAY),
+      logger: pino({ level: 'silent' }),
+      retentionMs: 0,
+    });
     expect((await keeper.runOnce()).runs).toBe(0);
     expect(await runIds()).toEqual([id]);
   });

@@ -6,7 +6,7 @@
  * serves it and checks that no table is read by a sequential scan. ANALYZE samples rows at random, so each plan is
  * checked after several ANALYZEs (drizzle/0011 keeps the search estimate steady).
  */
-import { sql, type SQL, type SQLWrapper } from 'drizzle-orm';
+import { type SQL, type SQLWrapper, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../src/store/db.ts';
 import { listJobsQuery } from '../../src/store/jobs.ts';
@@ -64,8 +64,14 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('search and fe
       await store.database.db.execute(sql`analyze jobs`);
       const all = await plan(statement);
       const shown = JSON.stringify(all.map((n) => `${n['Node Type']}${n['Index Name'] ? ` ${n['Index Name']}` : ''}`));
-      expect(all.filter((n) => n['Node Type'] === 'Seq Scan'), shown).toEqual([]);
-      expect(all.map((n) => n['Index Name']), shown).toContain(index);
+      expect(
+        all.filter((n) => n['Node Type'] === 'Seq Scan'),
+        shown,
+      ).toEqual([]);
+      expect(
+        all.map((n) => n['Index Name']),
+        shown,
+      ).toContain(index);
     }
   }
 
@@ -73,7 +79,10 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('search and fe
 
   it('GET /v1/jobs walks jobs_tenant_idx backwards (newest first, a page at a time)', async () => {
     await expectServedBy(listJobsQuery(db(), TENANT, { limit: 50 }), 'jobs_tenant_idx');
-    await expectServedBy(listJobsQuery(db(), TENANT, { limit: 50, status: 'active', cursor: '01900000-0000-7000-8000-000000000000' }), 'jobs_tenant_idx');
+    await expectServedBy(
+      listJobsQuery(db(), TENANT, { limit: 50, status: 'active', cursor: '01900000-0000-7000-8000-000000000000' }),
+      'jobs_tenant_idx',
+    );
   });
 
   it('?q= reads the trigram index jobs_search_idx', async () => {

@@ -11,6 +11,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 import { shardOf } from '../../src/domain/shard.ts';
 import { query } from '../../src/store/db.ts';
 import { createJob } from '../../src/store/jobs.ts';
@@ -20,11 +21,26 @@ import { finishRuns } from '../../src/store/queue/finish-runs.ts';
 import { reapExpiredLeases, releaseLeases } from '../../src/store/queue/reap-leases.ts';
 import { renewLeases, unclaimRuns } from '../../src/store/queue/renew-leases.ts';
 import { WITH_CITUS } from '../support/databases.ts';
-import { createTestTenantIn, FAILED_500, openTestStore, T0, testJobSpec, testOutcome, type TestStore } from '../support/store.ts';
-import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
+import { createTestTenantIn, FAILED_500, openTestStore, T0, type TestStore, testJobSpec, testOutcome } from '../support/store.ts';
 
-const TENANT_TABLES = new Set(['tenants', 'jobs', 'runs', 'attempts', 'notification_endpoints', 'api_keys', 'signing_secrets', 'idempotency_keys']);
-type PlanNode = { 'Node Type': string; 'Relation Name'?: string; 'Index Cond'?: string; 'Recheck Cond'?: string; Filter?: string; Plans?: PlanNode[] };
+const TENANT_TABLES = new Set([
+  'tenants',
+  'jobs',
+  'runs',
+  'attempts',
+  'notification_endpoints',
+  'api_keys',
+  'signing_secrets',
+  'idempotency_keys',
+]);
+type PlanNode = {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Cond'?: string;
+  'Recheck Cond'?: string;
+  Filter?: string;
+  Plans?: PlanNode[];
+};
 
 /** The buckets named by each scan of a tenant table in `plan` (one entry per scan: the values its conditions name). */
 function scansOf(plan: PlanNode, out: { table: string; shards: number[] }[] = []): { table: string; shards: number[] }[] {
@@ -48,7 +64,10 @@ describe.each(WITH_CITUS)('hot-path statements name one bucket on $kind', (targe
   afterAll(() => store?.close());
 
   async function explain(q: string, params: readonly unknown[]): Promise<PlanNode> {
-    const database = store.database as unknown as { sql?: { unsafe(q: string, p: unknown[]): Promise<Record<string, unknown>[]> }; pg?: { query(q: string, p: unknown[]): Promise<{ rows: Record<string, unknown>[] }> } };
+    const database = store.database as unknown as {
+      sql?: { unsafe(q: string, p: unknown[]): Promise<Record<string, unknown>[]> };
+      pg?: { query(q: string, p: unknown[]): Promise<{ rows: Record<string, unknown>[] }> };
+    };
     const text = `explain (format json) ${q}`;
     const rows = database.sql ? await database.sql.unsafe(text, [...params]) : (await database.pg!.query(text, [...params])).rows;
     const raw = Object.values(rows[0]!)[0];
@@ -68,7 +87,11 @@ describe.each(WITH_CITUS)('hot-path statements name one bucket on $kind', (targe
     let b = await createTestTenantIn(store.ctx, 'b');
     while (shardOf(b) === shardOf(a)) b = await createTestTenantIn(store.ctx, 'b');
     for (const tenant of [a, b]) {
-      await createNotificationEndpoint(store.ctx, tenant, { url: 'http://127.0.0.1:9/events', events: ['run.failed', 'job.paused'], description: null });
+      await createNotificationEndpoint(store.ctx, tenant, {
+        url: 'http://127.0.0.1:9/events',
+        events: ['run.failed', 'job.paused'],
+        description: null,
+      });
       await createJob(store.ctx, tenant, testJobSpec(T0, { name: 'interval', schedule: { type: 'interval', everyMs: 60_000 } }), T0);
       await createJob(store.ctx, tenant, testJobSpec(T0, { name: 'fails', retry: { maxAttempts: 1 } }), T0);
       await createJob(store.ctx, tenant, testJobSpec(T0, { name: 'unclaimed' }), T0);
@@ -83,12 +106,36 @@ describe.each(WITH_CITUS)('hot-path statements name one bucket on $kind', (targe
     const claimed = await claimRuns(db, { owner: 'A', limit: 100, nowMs: T0, leaseMarginMs: 1_000 });
     expect(new Set(claimed.map((r) => r.shard))).toEqual(new Set([shardOf(a), shardOf(b)]));
     expect(claimed).toHaveLength(10);
-    await renewLeases(db, 'A', claimed.filter((r) => nameOf(r) !== 'reaped').map((r) => ({ shard: r.shard, runId: r.runId, attempt: r.attempt, leaseExpiresAtMs: T0 + 60_000 })));
+    await renewLeases(
+      db,
+      'A',
+      claimed
+        .filter((r) => nameOf(r) !== 'reaped')
+        .map((r) => ({ shard: r.shard, runId: r.runId, attempt: r.attempt, leaseExpiresAtMs: T0 + 60_000 })),
+    );
     const outcome = (r: ClaimedRun, ok: boolean) => testOutcome(r, ok ? {} : FAILED_500);
-    const recorded = await finishRuns(db, 'A', claimed.filter((r) => ['interval', 'fails'].includes(nameOf(r))).map((r) => outcome(r, nameOf(r) === 'interval')));
+    const recorded = await finishRuns(
+      db,
+      'A',
+      claimed.filter((r) => ['interval', 'fails'].includes(nameOf(r))).map((r) => outcome(r, nameOf(r) === 'interval')),
+    );
     expect(recorded.size).toBe(4);
-    expect((await unclaimRuns(db, 'A', claimed.filter((r) => nameOf(r) === 'unclaimed'), T0 + 10)).size).toBe(2);
-    await releaseLeases(db, 'A', claimed.filter((r) => nameOf(r) === 'released'), T0 + 10);
+    expect(
+      (
+        await unclaimRuns(
+          db,
+          'A',
+          claimed.filter((r) => nameOf(r) === 'unclaimed'),
+          T0 + 10,
+        )
+      ).size,
+    ).toBe(2);
+    await releaseLeases(
+      db,
+      'A',
+      claimed.filter((r) => nameOf(r) === 'released'),
+      T0 + 10,
+    );
     expect(await reapExpiredLeases(db, T0 + 60_000)).toBe(2);
     recording = false;
 
@@ -137,7 +184,10 @@ describe.each(WITH_CITUS)('hot-path statements name one bucket on $kind', (targe
     expect(wrong!.n).toBe(0);
     // The failed finish and the at-most-once release recorded run.failed events for each tenant (delivery runs of its
     // endpoint), in its own bucket.
-    const events = await query<{ shard: number; tenant_id: string }>(db, sql`select shard, tenant_id from runs where trigger = 'notification'`);
+    const events = await query<{ shard: number; tenant_id: string }>(
+      db,
+      sql`select shard, tenant_id from runs where trigger = 'notification'`,
+    );
     expect(events.map((e) => e.tenant_id).sort()).toEqual([a, a, b, b].sort());
     for (const e of events) expect(Number(e.shard)).toBe(shardOf(e.tenant_id));
   });

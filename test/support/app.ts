@@ -3,13 +3,14 @@
  * `DatabaseTarget` (PGlite in a temp dir, or a new PostgreSQL database on TEST_DATABASE_URL) for tests that must
  * pass on both. For fast HTTP-level tests of validation, problem details, isolation and limits.
  */
-import { serve, type ServerType } from '@hono/node-server';
+import { type ServerType, serve } from '@hono/node-server';
+import { sql } from 'drizzle-orm';
 import { createApp } from '../../src/api/app.ts';
 import type { AppConfig, ResolveHost } from '../../src/api/env.ts';
-import { systemClock, type Clock } from '../../src/domain/clock.ts';
+import { loadWebAssets } from '../../src/console/load-node.ts';
+import { type Clock, systemClock } from '../../src/domain/clock.ts';
 import { createCipher } from '../../src/store/cipher.ts';
-import { sql } from 'drizzle-orm';
-import { query, type Database } from '../../src/store/db.ts';
+import { type Database, query } from '../../src/store/db.ts';
 import { openEmbedded } from '../../src/store/embedded.ts';
 import { migrateEmbedded } from '../../src/store/migrate.ts';
 import { OpenJobsEstimates } from '../../src/store/open-jobs.ts';
@@ -17,7 +18,6 @@ import { apiClient, createTestTenant, type TestTenant } from './api.ts';
 import { ADMIN_TOKEN } from './chime-process.ts';
 import type { DatabaseTarget } from './databases.ts';
 import { openTestStore } from './store.ts';
-import { loadWebAssets } from '../../src/console/load-node.ts';
 
 type Fetch = (input: string, init?: RequestInit) => Promise<Response>;
 

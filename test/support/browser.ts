@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 
 const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
 
@@ -23,7 +23,15 @@ export function chromePath(): string | null {
  * Flags for a headless Chromium on a machine without a network beyond loopback: no background traffic (its
  * refused connections would otherwise fill the log) and no sandbox (CI runs as root).
  */
-const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** Launches Chromium headless. @throws when no browser is found */
 export async function launchBrowser(): Promise<Browser> {
@@ -47,7 +55,10 @@ export type PageLog = { requests: string[]; dialogs: string[]; errors: string[] 
 /**
  * A new context (its own sessionStorage) and page at `viewport`, recording into the returned log.
  */
-export async function openPage(browser: Browser, viewport = { width: 1280, height: 800 }): Promise<{ context: BrowserContext; page: Page; log: PageLog }> {
+export async function openPage(
+  browser: Browser,
+  viewport = { width: 1280, height: 800 },
+): Promise<{ context: BrowserContext; page: Page; log: PageLog }> {
   const context = await browser.newContext({ viewport });
   // An element that never shows fails its wait with Playwright's message (what it waited for) before the test times out.
   context.setDefaultTimeout(ACTION_TIMEOUT_MS);
@@ -79,7 +90,9 @@ export async function screenshot(page: Page, name: string, { fullPage = true }: 
 
 /** The page's width as laid out (`scrollWidth` of the root): more than the viewport's width means it scrolls sideways. */
 export function pageWidth(page: Page): Promise<number> {
-  return page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
+  return page.evaluate(
+    () => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth,
+  );
 }
 
 /** The element that has the keyboard focus: its tag, id and accessible text (its text, else its aria-label). */
@@ -107,7 +120,9 @@ export async function tabTo(page: Page, wanted: (f: Focused) => boolean, max = 8
     path.push(f);
     if (wanted(f)) return path;
   }
-  throw new Error(`Tab did not reach the element within ${max} presses; it went through ${path.map((f) => `${f.tag}#${f.id} "${f.text.slice(0, 30)}"`).join(', ')}`);
+  throw new Error(
+    `Tab did not reach the element within ${max} presses; it went through ${path.map((f) => `${f.tag}#${f.id} "${f.text.slice(0, 30)}"`).join(', ')}`,
+  );
 }
 
 /**

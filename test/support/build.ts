@@ -3,7 +3,7 @@
  * `node`. Vitest's global setup builds it once before any test file starts, so the process tests exercise the
  * shipped build and its start-up, not the TypeScript sources through a loader.
  */
-import { execFileSync, spawn, type ChildProcessByStdio } from 'node:child_process';
+import { type ChildProcessByStdio, execFileSync, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 
 const ROOT = new URL('../..', import.meta.url).pathname;

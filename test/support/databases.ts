@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { CITUS_EVERYWHERE, CITUS_TESTS, startCitusCluster, type CitusCluster } from './citus.ts';
+import { CITUS_EVERYWHERE, CITUS_TESTS, type CitusCluster, startCitusCluster } from './citus.ts';
 
 export type DatabaseTarget = { kind: 'pglite' | 'postgres' | 'citus' };
 
@@ -43,7 +43,13 @@ export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64');
 export async function freshDatabase(target: DatabaseTarget): Promise<FreshDatabase> {
   if (target.kind === 'pglite') {
     const dataDir = await mkdtemp(join(tmpdir(), 'chime-test-'));
-    return { env: { CHIME_DATA_DIR: dataDir }, url: null, dataDir, cluster: null, drop: () => rm(dataDir, { recursive: true, force: true }) };
+    return {
+      env: { CHIME_DATA_DIR: dataDir },
+      url: null,
+      dataDir,
+      cluster: null,
+      drop: () => rm(dataDir, { recursive: true, force: true }),
+    };
   }
   if (target.kind === 'citus') {
     const cluster = await startCitusCluster(2);

@@ -10,18 +10,24 @@ import type { Db } from '../../src/store/db.ts';
 import { T0, testOutcome } from './store.ts';
 
 /** A database handle for modules whose store functions are injected: any use of it fails the test. */
-export const noDb = new Proxy({}, {
-  get() {
-    throw new Error('the database was used');
+export const noDb = new Proxy(
+  {},
+  {
+    get() {
+      throw new Error('the database was used');
+    },
   },
-}) as Db;
+) as Db;
 
 /** A database that is down: every use throws. */
-export const downDb = new Proxy({}, {
-  get() {
-    throw new Error('database down');
+export const downDb = new Proxy(
+  {},
+  {
+    get() {
+      throw new Error('database down');
+    },
   },
-}) as Db;
+) as Db;
 
 /** A promise and its resolve. */
 export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
@@ -96,7 +102,12 @@ export function fakeFinish(answer: (batch: AttemptOutcome[], call: number) => Pr
  */
 export function bucket2DownFinish(down: (call: number) => boolean) {
   const calls: string[][] = [];
-  const finish = async (_db: Db, _owner: string, batch: AttemptOutcome[], onBucketError?: (shard: number, err: unknown, group: AttemptOutcome[]) => void) => {
+  const finish = async (
+    _db: Db,
+    _owner: string,
+    batch: AttemptOutcome[],
+    onBucketError?: (shard: number, err: unknown, group: AttemptOutcome[]) => void,
+  ) => {
     calls.push(ids(batch));
     const failing = down(calls.length) ? batch.filter((b) => b.shard === 2) : [];
     if (failing.length > 0) onBucketError!(2, new Error('worker down'), failing);

@@ -6,24 +6,24 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql, type SQL } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
-import { ERROR_CLASS, type AttemptOutcome } from '../../src/domain/attempt-outcome.ts';
-import { ManualClock, type Clock } from '../../src/domain/clock.ts';
-import { shardOf } from '../../src/domain/shard.ts';
+import { type AttemptOutcome, ERROR_CLASS } from '../../src/domain/attempt-outcome.ts';
+import { type Clock, ManualClock } from '../../src/domain/clock.ts';
 import type { JobSpec } from '../../src/domain/job.ts';
-import { resolveRetryPolicy, type RetryPolicy } from '../../src/domain/retry.ts';
+import { type RetryPolicy, resolveRetryPolicy } from '../../src/domain/retry.ts';
 import { normalizeSchedule, type Schedule } from '../../src/domain/schedule.ts';
-import { createCipher, fromBase64Url, type Cipher } from '../../src/store/cipher.ts';
+import { shardOf } from '../../src/domain/shard.ts';
+import { type Cipher, createCipher, fromBase64Url } from '../../src/store/cipher.ts';
 import type { StoreContext } from '../../src/store/context.ts';
-import { query, type Database } from '../../src/store/db.ts';
+import { type Database, query } from '../../src/store/db.ts';
 import { openEmbedded } from '../../src/store/embedded.ts';
-import { migrateEmbedded, migratePostgresUrl } from '../../src/store/migrate.ts';
 import { createJob } from '../../src/store/jobs.ts';
+import { migrateEmbedded, migratePostgresUrl } from '../../src/store/migrate.ts';
 import { openPostgres } from '../../src/store/postgres.ts';
 import { createTenant } from '../../src/store/tenants.ts';
 import type { CitusCluster } from './citus.ts';
-import { freshDatabase, TEST_ENCRYPTION_KEY, type DatabaseTarget } from './databases.ts';
+import { type DatabaseTarget, freshDatabase, TEST_ENCRYPTION_KEY } from './databases.ts';
 
 /** A fixed instant tests start from (epoch ms): 2030-01-01T00:00:00Z. */
 export const T0 = Date.UTC(2030, 0, 1);
@@ -261,14 +261,19 @@ export async function refuseRunUpdatesInBucket(database: Database, shard: number
         return new;
       end $$`),
   );
-  await database.db.execute(sql`create or replace trigger test_refuse_update before update on runs for each row execute function test_refuse_update()`);
+  await database.db.execute(
+    sql`create or replace trigger test_refuse_update before update on runs for each row execute function test_refuse_update()`,
+  );
 }
 
 /**
  * The outcome of attempt `run.attempt` of `run`, started at T0 and 5 ms long: a 200 success unless `o` says otherwise
  * (`FAILED_500` for a failed one).
  */
-export function testOutcome(run: Pick<AttemptOutcome, 'shard' | 'runId' | 'jobId' | 'attempt'>, o: Partial<AttemptOutcome> = {}): AttemptOutcome {
+export function testOutcome(
+  run: Pick<AttemptOutcome, 'shard' | 'runId' | 'jobId' | 'attempt'>,
+  o: Partial<AttemptOutcome> = {},
+): AttemptOutcome {
   return {
     shard: run.shard,
     runId: run.runId,
@@ -288,4 +293,9 @@ export function testOutcome(run: Pick<AttemptOutcome, 'shard' | 'runId' | 'jobId
 }
 
 /** `testOutcome`'s fields for an attempt answered 500 that ends its run failed. */
-export const FAILED_500 = { responseStatus: 500, errorClass: ERROR_CLASS.badStatus, error: 'status 500', runStatus: 'failed' } as const satisfies Partial<AttemptOutcome>;
+export const FAILED_500 = {
+  responseStatus: 500,
+  errorClass: ERROR_CLASS.badStatus,
+  error: 'status 500',
+  runStatus: 'failed',
+} as const satisfies Partial<AttemptOutcome>;

@@ -79,7 +79,13 @@ describe('wrangler deploy --dry-run', () => {
     const inputs = Object.keys(meta.inputs);
     expect(inputs.some((i) => /node_modules\/postgres\/cf\/src\/index\.js$/.test(i))).toBe(true);
     expect(inputs.some((i) => /node_modules\/postgres\/src\/index\.js$/.test(i))).toBe(false);
-    for (const shared of ['src/api/app.ts', 'src/store/queue/claim-runs.ts', 'src/store/queue/finish-runs.ts', 'src/dispatch/attempt.ts', 'src/config.ts']) {
+    for (const shared of [
+      'src/api/app.ts',
+      'src/store/queue/claim-runs.ts',
+      'src/store/queue/finish-runs.ts',
+      'src/dispatch/attempt.ts',
+      'src/config.ts',
+    ]) {
       expect(inputs).toContain(shared);
     }
   });

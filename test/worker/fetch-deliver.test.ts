@@ -4,7 +4,7 @@
  * headers and body, failures as classified values. msw stands in for the receiver where the point is how the
  * Worker's own `fetch` handling reads responses; a real closed port where the point is a real connect failure.
  */
-import { delay, http, HttpResponse } from 'msw';
+import { delay, HttpResponse, http } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CallbackRequest } from '../../src/dispatch/deliver.ts';
@@ -44,16 +44,31 @@ describe('against msw', () => {
 
   it('sends GET without a body', async () => {
     let body: string | null = null;
-    server.use(http.get('https://hooks.example.com/cb', async ({ request: r }) => ((body = await r.text()), new HttpResponse(null, { status: 204 }))));
-    expect(await deliver(request({ method: 'GET', body: null }), () => NOW)).toMatchObject({ kind: 'response', status: 204, bodyExcerpt: '' });
+    server.use(
+      http.get('https://hooks.example.com/cb', async ({ request: r }) => {
+        body = await r.text();
+        return new HttpResponse(null, { status: 204 });
+      }),
+    );
+    expect(await deliver(request({ method: 'GET', body: null }), () => NOW)).toMatchObject({
+      kind: 'response',
+      status: 204,
+      bodyExcerpt: '',
+    });
     expect(body).toBe('');
   });
 
   it('never follows a redirect: the 3xx is the result', async () => {
     let followed = 0;
     server.use(
-      http.post('https://hooks.example.com/cb', () => new HttpResponse(null, { status: 302, headers: { location: 'https://other.example.com/' } })),
-      http.all('https://other.example.com/', () => ((followed += 1), new HttpResponse('no'))),
+      http.post(
+        'https://hooks.example.com/cb',
+        () => new HttpResponse(null, { status: 302, headers: { location: 'https://other.example.com/' } }),
+      ),
+      http.all('https://other.example.com/', () => {
+        followed += 1;
+        return new HttpResponse('no');
+      }),
     );
     expect(await deliver(request(), () => NOW)).toMatchObject({ kind: 'response', status: 302 });
     expect(followed).toBe(0);
@@ -63,7 +78,10 @@ describe('against msw', () => {
     server.use(http.post('https://hooks.example.com/cb', () => new HttpResponse('busy', { status: 503, headers: { 'retry-after': '7' } })));
     expect(await deliver(request(), () => NOW)).toMatchObject({ status: 503, retryAfterMs: 7000 });
     server.use(
-      http.post('https://hooks.example.com/cb', () => new HttpResponse('slow down', { status: 429, headers: { 'retry-after': new Date(NOW + 90_000).toUTCString() } })),
+      http.post(
+        'https://hooks.example.com/cb',
+        () => new HttpResponse('slow down', { status: 429, headers: { 'retry-after': new Date(NOW + 90_000).toUTCString() } }),
+      ),
     );
     expect(await deliver(request(), () => NOW)).toMatchObject({ status: 429, retryAfterMs: 90_000 });
   });
@@ -77,7 +95,12 @@ describe('against msw', () => {
   });
 
   it('times out a response that does not come within timeoutMs: class timeout, maybe sent', async () => {
-    server.use(http.post('https://hooks.example.com/cb', async () => (await delay('infinite'), new HttpResponse('late'))));
+    server.use(
+      http.post('https://hooks.example.com/cb', async () => {
+        await delay('infinite');
+        return new HttpResponse('late');
+      }),
+    );
     const result = await deliver(request({ timeoutMs: 300 }), () => NOW);
     expect(result).toMatchObject({ kind: 'error', errorClass: 'timeout', maybeSent: true });
   });
@@ -105,11 +128,22 @@ describe('against msw', () => {
 
   it('refuses a non-public destination before any request (no DNS on Workers: IP literals and local names)', async () => {
     // onUnhandledRequest: 'error' would fail the test if any of these reached fetch.
-    for (const url of ['http://127.0.0.1:8080/x', 'http://[::1]/x', 'http://169.254.169.254/latest/meta-data', 'http://10.0.0.7/', 'http://printer.local/']) {
+    for (const url of [
+      'http://127.0.0.1:8080/x',
+      'http://[::1]/x',
+      'http://169.254.169.254/latest/meta-data',
+      'http://10.0.0.7/',
+      'http://printer.local/',
+    ]) {
       const result = await deliver(request({ url }), () => NOW);
       expect(result, url).toMatchObject({ kind: 'error', errorClass: 'refused_destination', maybeSent: false });
     }
-    expect(await createFetchDeliver({ allowPrivate: true, fetch: async () => new Response('ok') })(request({ url: 'http://127.0.0.1:8080/x' }), () => NOW)).toMatchObject({
+    expect(
+      await createFetchDeliver({ allowPrivate: true, fetch: async () => new Response('ok') })(
+        request({ url: 'http://127.0.0.1:8080/x' }),
+        () => NOW,
+      ),
+    ).toMatchObject({
       kind: 'response',
       status: 200,
     });
@@ -127,13 +161,17 @@ describe('against a real closed port', () => {
 
 describe('classifyFetchError', () => {
   it('maps connect-phase codes on the cause to not-sent classes, and anything unknown to a maybe-sent connection error', () => {
-    const failed = (code: string) => Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error(`x ${code}`), { code }) });
+    const failed = (code: string) =>
+      Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error(`x ${code}`), { code }) });
     expect(classifyFetchError(failed('ENOTFOUND'))).toMatchObject({ errorClass: 'dns', maybeSent: false });
     expect(classifyFetchError(failed('UND_ERR_CONNECT_TIMEOUT'))).toMatchObject({ errorClass: 'timeout', maybeSent: false });
     expect(classifyFetchError(failed('CERT_HAS_EXPIRED'))).toMatchObject({ errorClass: 'tls', maybeSent: false });
     expect(classifyFetchError(failed('ECONNRESET'))).toMatchObject({ errorClass: 'connection_error', maybeSent: true });
     // workerd's wording (seen under wrangler dev): opaque, so it may have been sent.
     expect(classifyFetchError(new Error('Network connection lost.'))).toMatchObject({ errorClass: 'connection_error', maybeSent: true });
-    expect(classifyFetchError(new DOMException('The operation timed out.', 'TimeoutError'))).toMatchObject({ errorClass: 'timeout', maybeSent: true });
+    expect(classifyFetchError(new DOMException('The operation timed out.', 'TimeoutError'))).toMatchObject({
+      errorClass: 'timeout',
+      maybeSent: true,
+    });
   });
 });

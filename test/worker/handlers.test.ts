@@ -5,23 +5,24 @@
  * and PGlite injected as the invocation's database. Callbacks go to a real receiver on 127.0.0.1.
  * test/worker/workerd.test.ts runs the same handlers under workerd itself.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config.ts';
-import { systemClock, type Clock } from '../../src/domain/clock.ts';
+import type { TickReport } from '../../src/dispatch/drivers/workers-tick.ts';
+import { type Clock, systemClock } from '../../src/domain/clock.ts';
 import type { Database } from '../../src/store/db.ts';
 import { migratePostgresUrl } from '../../src/store/migrate.ts';
 import { openPostgres } from '../../src/store/postgres.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { openWorkerDatabase, type WorkerDatabase } from '../../src/worker/database.ts';
 import { createWorkerHandlers, type WorkerHandlers, type WorkerServices } from '../../src/worker/handlers.ts';
-import type { TickReport } from '../../src/dispatch/drivers/workers-tick.ts';
 import type { ExecutionContext, WorkerEnv } from '../../src/worker/types.ts';
 import worker from '../../src/worker.ts';
 import { apiClient, createTestTenant, type TestTenant } from '../support/api.ts';
 import { ADMIN_TOKEN } from '../support/chime-process.ts';
-import { DATABASE_TARGETS, freshDatabase, TEST_ENCRYPTION_KEY, type DatabaseTarget, type FreshDatabase } from '../support/databases.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { DATABASE_TARGETS, type DatabaseTarget, type FreshDatabase, freshDatabase, TEST_ENCRYPTION_KEY } from '../support/databases.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 import { attemptsOf, openTestStore, runById, type TestStore } from '../support/store.ts';
 
 const BASE = 'http://chime.workers.test';
@@ -73,7 +74,13 @@ async function workerDb(target: DatabaseTarget): Promise<WorkerDb> {
     openDatabase: (url) => {
       counts.opened++;
       const d = openWorkerDatabase(url);
-      return { db: d.db, close: async () => (counts.closed++, d.close()) };
+      return {
+        db: d.db,
+        close: async () => {
+          counts.closed++;
+          return d.close();
+        },
+      };
     },
     counts,
     inspect,
@@ -165,11 +172,18 @@ describe('configuration errors', () => {
   });
 
   it('fetch names every bad Worker var (CHIME_WORKER_CONCURRENCY above the 6 connections of an invocation); scheduled throws the ConfigError', async () => {
-    const env = { HYPERDRIVE: { connectionString: 'postgres://u:p@127.0.0.1:9/db' }, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, CHIME_WORKER_MAX_CALLBACKS_PER_TICK: '0', CHIME_WORKER_CONCURRENCY: '7' };
+    const env = {
+      HYPERDRIVE: { connectionString: 'postgres://u:p@127.0.0.1:9/db' },
+      CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+      CHIME_WORKER_MAX_CALLBACKS_PER_TICK: '0',
+      CHIME_WORKER_CONCURRENCY: '7',
+    };
     const detail = await detailOf(await call(env));
     expect(detail).toContain('CHIME_WORKER_MAX_CALLBACKS_PER_TICK: ');
     expect(detail).toContain('CHIME_WORKER_CONCURRENCY: at most 6');
-    await expect(handlers.scheduled({ cron: '* * * * *', scheduledTime: 0, noRetry: () => {} }, env, executionContext())).rejects.toThrow(ConfigError);
+    await expect(handlers.scheduled({ cron: '* * * * *', scheduledTime: 0, noRetry: () => {} }, env, executionContext())).rejects.toThrow(
+      ConfigError,
+    );
   });
 });
 
@@ -194,7 +208,10 @@ describe.each(DATABASE_TARGETS)('the Worker handlers on $kind', (target) => {
   it('fetch serves the same API as Node, with a database client per request that is closed after it', async () => {
     const before = { ...db.counts };
     expect((await w.fetch(`${BASE}/readyz`)).status).toBe(200);
-    const created = await tenant.api.post('/v1/jobs', jobBody(`${receiver.url}/api`, { schedule: { type: 'cron', expression: '0 0 1 1 *' } }));
+    const created = await tenant.api.post(
+      '/v1/jobs',
+      jobBody(`${receiver.url}/api`, { schedule: { type: 'cron', expression: '0 0 1 1 *' } }),
+    );
     expect(created.status).toBe(201);
     const got = await tenant.api.get(`/v1/jobs/${created.body.jobId}`);
     expect(got.body).toMatchObject({ jobId: created.body.jobId, status: 'active', callback: { url: `${receiver.url}/api` } });
@@ -284,7 +301,10 @@ describe.each(DATABASE_TARGETS)('the Worker handlers on $kind', (target) => {
 
   it('a tick killed mid-delivery loses nothing: the next tick reaps its expired lease and sends the run again', async () => {
     receiver.received.length = 0;
-    const job = await tenant.api.post('/v1/jobs', jobBody(`${receiver.url}/killed`, { retry: { strategy: 'fixed', maxAttempts: 3, initialDelayMs: 1000 } }));
+    const job = await tenant.api.post(
+      '/v1/jobs',
+      jobBody(`${receiver.url}/killed`, { retry: { strategy: 'fixed', maxAttempts: 3, initialDelayMs: 1000 } }),
+    );
     // The killed tick: it claimed the run (lease = 2 s timeout + 0 margin) and never recorded anything.
     const [claimed] = await claimRuns(db.inspect.db, { owner: 'killed-tick', limit: 10, nowMs: Date.now(), leaseMarginMs: 0 });
     expect(claimed?.jobId).toBe(job.body.jobId);
@@ -307,7 +327,11 @@ describe.each(DATABASE_TARGETS)('the Worker handlers on $kind', (target) => {
     const run = runs.body.runs.find((r: { status: string }) => r.status === 'failed');
     expect(run).toBeDefined();
     expect(await attemptsOf(db.inspect, run.runId)).toEqual([
-      expect.objectContaining({ attempt: 1, errorClass: 'refused_destination', error: expect.stringContaining('is not public (loopback)') }),
+      expect.objectContaining({
+        attempt: 1,
+        errorClass: 'refused_destination',
+        error: expect.stringContaining('is not public (loopback)'),
+      }),
     ]);
     expect(receiver.received).toHaveLength(0);
   });

@@ -5,14 +5,15 @@
  * Worker's API, the Cron Trigger is fired through `--test-scheduled` (`GET /__scheduled`), and the callback must
  * arrive at a real receiver on 127.0.0.1. Needs PostgreSQL: runs when TEST_DATABASE_URL is set (CI sets it).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migratePostgresUrl } from '../../src/store/migrate.ts';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
 import { ADMIN_TOKEN, freePort } from '../support/chime-process.ts';
-import { DATABASE_TARGETS, freshDatabase, TEST_ENCRYPTION_KEY, type FreshDatabase } from '../support/databases.ts';
+import { DATABASE_TARGETS, type FreshDatabase, freshDatabase, TEST_ENCRYPTION_KEY } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 import { startWranglerDev, type WranglerDev } from './wrangler.ts';
 
 /** Miniflare insists on a password in a Hyperdrive connection string; the test server trusts local connections. */
@@ -32,7 +33,10 @@ describe('the Worker under workerd (wrangler dev), misconfigured', () => {
       // No CHIME_ENCRYPTION_KEY (wrangler only warns about a missing required secret). The database is never reached:
       // the configuration fails first. (Miniflare's local Hyperdrive proxy takes wrangler down when the database is
       // unreachable, so that case is not tested here.)
-      env: { CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_HYPERDRIVE: 'postgres://chime:unused@127.0.0.1:9/chime', CHIME_ADMIN_TOKEN: ADMIN_TOKEN },
+      env: {
+        CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_HYPERDRIVE: 'postgres://chime:unused@127.0.0.1:9/chime',
+        CHIME_ADMIN_TOKEN: ADMIN_TOKEN,
+      },
       vars: {},
     });
   }, 150_000);

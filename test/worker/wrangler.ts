@@ -3,7 +3,7 @@
  * tests, offline: no metrics (WRANGLER_SEND_METRICS=false, and `send_metrics = false` in wrangler.toml), logs and
  * config in a temporary folder, no Cloudflare credentials passed on.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,10 +29,17 @@ function wranglerEnv(home: string, extra: Record<string, string>): Record<string
 export type WranglerResult = { code: number | null; output: string };
 
 /** Runs `wrangler <args>` to completion (or kills it after `timeoutMs`). */
-export async function runWrangler(args: string[], opts: { timeoutMs?: number; env?: Record<string, string> } = {}): Promise<WranglerResult> {
+export async function runWrangler(
+  args: string[],
+  opts: { timeoutMs?: number; env?: Record<string, string> } = {},
+): Promise<WranglerResult> {
   const home = await mkdtemp(join(tmpdir(), 'chime-wrangler-'));
   try {
-    const child = spawn(process.execPath, [WRANGLER, ...args], { cwd: ROOT, env: wranglerEnv(home, opts.env ?? {}), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [WRANGLER, ...args], {
+      cwd: ROOT,
+      env: wranglerEnv(home, opts.env ?? {}),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout!.on('data', (d) => (output += d));
     child.stderr!.on('data', (d) => (output += d));
@@ -64,17 +71,40 @@ export type WranglerDev = {
  * @param opts.vars `--var NAME:VALUE` overrides of wrangler.toml [vars]
  * @param opts.cwd the folder whose wrangler.toml to run (default: this repository's)
  */
-export async function startWranglerDev(opts: { port: number; inspectorPort: number; env: Record<string, string>; vars: Record<string, string>; cwd?: string }): Promise<WranglerDev> {
+export async function startWranglerDev(opts: {
+  port: number;
+  inspectorPort: number;
+  env: Record<string, string>;
+  vars: Record<string, string>;
+  cwd?: string;
+}): Promise<WranglerDev> {
   const home = await mkdtemp(join(tmpdir(), 'chime-wrangler-dev-'));
   // Secrets come from `opts.env` only, never from a developer's .dev.vars or .env in the repository.
   const envFile = join(home, 'empty.env');
   await writeFile(envFile, '');
   const args = [
-    WRANGLER, 'dev', '--ip', '127.0.0.1', '--port', String(opts.port), '--inspector-port', String(opts.inspectorPort),
-    '--test-scheduled', '--persist-to', join(home, 'state'), '--show-interactive-dev-session=false', '--env-file', envFile,
+    WRANGLER,
+    'dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(opts.port),
+    '--inspector-port',
+    String(opts.inspectorPort),
+    '--test-scheduled',
+    '--persist-to',
+    join(home, 'state'),
+    '--show-interactive-dev-session=false',
+    '--env-file',
+    envFile,
     ...Object.entries(opts.vars).flatMap(([k, v]) => ['--var', `${k}:${v}`]),
   ];
-  const child = spawn(process.execPath, args, { cwd: opts.cwd ?? ROOT, env: wranglerEnv(home, opts.env), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, args, {
+    cwd: opts.cwd ?? ROOT,
+    env: wranglerEnv(home, opts.env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));

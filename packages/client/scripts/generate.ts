@@ -58,7 +58,7 @@ export async function renderSchema(doc: OpenAPI3): Promise<string> {
   // The service's version is the only part of the document that changes without the API changing.
   const stable: OpenAPI3 = { ...doc, info: { ...doc.info, version: '1' } };
   const ast = await openapiTS(stable, { silent: true, alphabetize: false, defaultNonNullable: false });
-  return HEADER + astToString(ast).trimEnd() + '\n';
+  return `${HEADER + astToString(ast).trimEnd()}\n`;
 }
 
 /** The generated types of the app of this checkout. */

@@ -3,44 +3,17 @@
  * Runtime-portable: `fetch`, `Request`, `Headers`, `crypto.randomUUID` and timers only, no `node:` module, so it runs
  * in browsers, Workers, Deno, Bun and Node ≥ 20. Its types (the options, the client's methods) are in surface.ts.
  */
+
 import createClient from 'openapi-fetch';
-import type { Client } from 'openapi-fetch';
 import { ChimeError } from './errors.ts';
-import { Paginator, type Page } from './pagination.ts';
-import { DEFAULT_RETRY, withRetry, type FetchLike, type RetryOptions } from './retry.ts';
+import { type Page, Paginator } from './pagination.ts';
+import { DEFAULT_RETRY, type FetchLike, type RetryOptions, withRetry } from './retry.ts';
 import type { paths } from './schema.ts';
-import type { ChimeClient, ChimeClientOptions, IdempotencyOptions } from './surface.ts';
+import type { ChimeClient, ChimeClientOptions } from './surface.ts';
 
 export type { ChimeClient, ChimeClientOptions, IdempotencyOptions } from './surface.ts';
-import type {
-  ApiKey,
-  ApiKeyInput,
-  BatchResult,
-  BulkAction,
-  BulkActionResult,
-  CreatedApiKey,
-  CreatedTenant,
-  DeadLetterReplayFilter,
-  DeadLetterReplayResult,
-  Job,
-  JobFilter,
-  JobInput,
-  JobListQuery,
-  JobPatch,
-  NotificationDelivery,
-  NotificationEndpoint,
-  NotificationEndpointInput,
-  PageQuery,
-  Run,
-  RunFeedQuery,
-  RunListQuery,
-  RunWithAttempts,
-  Schedule,
-  SigningSecretRotation,
-  Tenant,
-  TriggerResult,
-  Usage,
-} from './types.ts';
+
+import type { Job, JobListQuery, NotificationDelivery, Run, RunListQuery } from './types.ts';
 
 type ApiResult<T> = { data?: T; error?: unknown; response: Response };
 
@@ -107,7 +80,8 @@ function newIdempotencyKey(): string {
  * @throws TypeError when `baseUrl` or `apiKey` is missing, or `retry` holds a bound that is not a finite number ≥ 0
  */
 export function createChimeClient(options: ChimeClientOptions): ChimeClient {
-  if (!options || typeof options.baseUrl !== 'string' || options.baseUrl === '') throw new TypeError('createChimeClient: baseUrl is required');
+  if (!options || typeof options.baseUrl !== 'string' || options.baseUrl === '')
+    throw new TypeError('createChimeClient: baseUrl is required');
   if (typeof options.apiKey !== 'string' || options.apiKey === '') throw new TypeError('createChimeClient: apiKey is required');
   const userFetch = options.fetch;
   const baseFetch: FetchLike = userFetch ? (r) => userFetch(r) : (r) => globalThis.fetch(r);
@@ -128,31 +102,38 @@ export function createChimeClient(options: ChimeClientOptions): ChimeClient {
       raw.GET('/v1/jobs/{jobId}/runs', { params: { path: { jobId: param('jobId', jobId) }, query: { ...query, cursor } } }),
     );
   const setPaused = (jobId: string, paused: boolean) =>
-    send('PATCH /v1/jobs/{jobId}', () => raw.PATCH('/v1/jobs/{jobId}', { params: { path: { jobId: param('jobId', jobId) } }, body: { paused } }));
+    send('PATCH /v1/jobs/{jobId}', () =>
+      raw.PATCH('/v1/jobs/{jobId}', { params: { path: { jobId: param('jobId', jobId) } }, body: { paused } }),
+    );
 
   return {
     jobs: {
       create: (body, opts = {}) =>
-        send(
-          'POST /v1/jobs',
-          () => raw.POST('/v1/jobs', { params: { header: { 'idempotency-key': opts.idempotencyKey ?? newIdempotencyKey() } }, body }),
+        send('POST /v1/jobs', () =>
+          raw.POST('/v1/jobs', { params: { header: { 'idempotency-key': opts.idempotencyKey ?? newIdempotencyKey() } }, body }),
         ),
-      get: (jobId) => send('GET /v1/jobs/{jobId}', () => raw.GET('/v1/jobs/{jobId}', { params: { path: { jobId: param('jobId', jobId) } } })),
-      getByKey: (key) => send('GET /v1/jobs/by-key/{key}', () => raw.GET('/v1/jobs/by-key/{key}', { params: { path: { key: param('key', key) } } })),
+      get: (jobId) =>
+        send('GET /v1/jobs/{jobId}', () => raw.GET('/v1/jobs/{jobId}', { params: { path: { jobId: param('jobId', jobId) } } })),
+      getByKey: (key) =>
+        send('GET /v1/jobs/by-key/{key}', () => raw.GET('/v1/jobs/by-key/{key}', { params: { path: { key: param('key', key) } } })),
       list: (query = {}) =>
         paged<Job, 'jobs'>('GET /v1/jobs', 'jobs', query.cursor, (cursor) =>
           // metadata is not a declared parameter (its names are the tenant's keys): serializeQuery sends it as metadata.<key>.
           raw.GET('/v1/jobs', { params: { query: { ...query, cursor } as NonNullable<JobListQuery> } }),
         ),
       update: (jobId, patch) =>
-        send('PATCH /v1/jobs/{jobId}', () => raw.PATCH('/v1/jobs/{jobId}', { params: { path: { jobId: param('jobId', jobId) } }, body: patch })),
+        send('PATCH /v1/jobs/{jobId}', () =>
+          raw.PATCH('/v1/jobs/{jobId}', { params: { path: { jobId: param('jobId', jobId) } }, body: patch }),
+        ),
       pause: (jobId) => setPaused(jobId, true),
       resume: (jobId) => setPaused(jobId, false),
       trigger: (jobId, opts = {}) =>
-        send(
-          'POST /v1/jobs/{jobId}/trigger',
-          () => raw.POST('/v1/jobs/{jobId}/trigger', {
-            params: { path: { jobId: param('jobId', jobId) }, header: opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {} },
+        send('POST /v1/jobs/{jobId}/trigger', () =>
+          raw.POST('/v1/jobs/{jobId}/trigger', {
+            params: {
+              path: { jobId: param('jobId', jobId) },
+              header: opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {},
+            },
           }),
         ),
       cancel: async (jobId) => {
@@ -160,20 +141,26 @@ export function createChimeClient(options: ChimeClientOptions): ChimeClient {
       },
       upsertByKey: (key, body) =>
         send('PUT /v1/jobs/by-key/{key}', () => raw.PUT('/v1/jobs/by-key/{key}', { params: { path: { key: param('key', key) } }, body })),
-      createBatch: async (bodies) => (await send('POST /v1/jobs/batch', () => raw.POST('/v1/jobs/batch', { body: { jobs: bodies } }))).results,
+      createBatch: async (bodies) =>
+        (await send('POST /v1/jobs/batch', () => raw.POST('/v1/jobs/batch', { body: { jobs: bodies } }))).results,
       bulk: (action, filter) => send('POST /v1/jobs/bulk', () => raw.POST('/v1/jobs/bulk', { body: { action, filter } })),
       runs: runsOfJob,
     },
     runs: {
-      get: (runId) => send('GET /v1/runs/{runId}', () => raw.GET('/v1/runs/{runId}', { params: { path: { runId: param('runId', runId) } } })),
+      get: (runId) =>
+        send('GET /v1/runs/{runId}', () => raw.GET('/v1/runs/{runId}', { params: { path: { runId: param('runId', runId) } } })),
       list: runsOfJob,
       feed: (query = {}) =>
-        paged<Run, 'runs'>('GET /v1/runs', 'runs', query.cursor, (cursor) => raw.GET('/v1/runs', { params: { query: { ...query, cursor } } })),
+        paged<Run, 'runs'>('GET /v1/runs', 'runs', query.cursor, (cursor) =>
+          raw.GET('/v1/runs', { params: { query: { ...query, cursor } } }),
+        ),
       replay: (runId, opts = {}) =>
-        send(
-          'POST /v1/runs/{runId}/replay',
-          () => raw.POST('/v1/runs/{runId}/replay', {
-            params: { path: { runId: param('runId', runId) }, header: opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {} },
+        send('POST /v1/runs/{runId}/replay', () =>
+          raw.POST('/v1/runs/{runId}/replay', {
+            params: {
+              path: { runId: param('runId', runId) },
+              header: opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {},
+            },
           }),
         ),
     },
@@ -183,16 +170,17 @@ export function createChimeClient(options: ChimeClientOptions): ChimeClient {
           raw.GET('/v1/dead-letters', { params: { query: { ...query, cursor } } }),
         ),
       dismiss: async (runId) => {
-        await send('DELETE /v1/dead-letters/{runId}', () => raw.DELETE('/v1/dead-letters/{runId}', { params: { path: { runId: param('runId', runId) } } }));
+        await send('DELETE /v1/dead-letters/{runId}', () =>
+          raw.DELETE('/v1/dead-letters/{runId}', { params: { path: { runId: param('runId', runId) } } }),
+        );
       },
       replay: (filter = {}) => send('POST /v1/dead-letters/replay', () => raw.POST('/v1/dead-letters/replay', { body: filter })),
     },
     schedules: {
       preview: async (schedule, count) =>
         (
-          await send(
-            'POST /v1/schedules/preview',
-            () => raw.POST('/v1/schedules/preview', { body: count === undefined ? { schedule } : { schedule, count }, fetch: fetchSafe }),
+          await send('POST /v1/schedules/preview', () =>
+            raw.POST('/v1/schedules/preview', { body: count === undefined ? { schedule } : { schedule, count }, fetch: fetchSafe }),
           )
         ).occurrences,
     },
@@ -200,7 +188,9 @@ export function createChimeClient(options: ChimeClientOptions): ChimeClient {
       create: (input) => send('POST /v1/api-keys', () => raw.POST('/v1/api-keys', { body: input })),
       list: async () => (await send('GET /v1/api-keys', () => raw.GET('/v1/api-keys'))).apiKeys,
       revoke: async (keyId) => {
-        await send('DELETE /v1/api-keys/{keyId}', () => raw.DELETE('/v1/api-keys/{keyId}', { params: { path: { keyId: param('keyId', keyId) } } }));
+        await send('DELETE /v1/api-keys/{keyId}', () =>
+          raw.DELETE('/v1/api-keys/{keyId}', { params: { path: { keyId: param('keyId', keyId) } } }),
+        );
       },
     },
     signingSecrets: {
@@ -210,16 +200,19 @@ export function createChimeClient(options: ChimeClientOptions): ChimeClient {
       create: (input) => send('POST /v1/notification-endpoints', () => raw.POST('/v1/notification-endpoints', { body: input })),
       list: async () => (await send('GET /v1/notification-endpoints', () => raw.GET('/v1/notification-endpoints'))).endpoints,
       delete: async (endpointId) => {
-        await send(
-          'DELETE /v1/notification-endpoints/{endpointId}',
-          () => raw.DELETE('/v1/notification-endpoints/{endpointId}', { params: { path: { endpointId: param('endpointId', endpointId) } } }),
+        await send('DELETE /v1/notification-endpoints/{endpointId}', () =>
+          raw.DELETE('/v1/notification-endpoints/{endpointId}', { params: { path: { endpointId: param('endpointId', endpointId) } } }),
         );
       },
       deliveries: (endpointId, query = {}) =>
-        paged<NotificationDelivery, 'deliveries'>('GET /v1/notification-endpoints/{endpointId}/deliveries', 'deliveries', query.cursor, (cursor) =>
-          raw.GET('/v1/notification-endpoints/{endpointId}/deliveries', {
-            params: { path: { endpointId: param('endpointId', endpointId) }, query: { ...query, cursor } },
-          }),
+        paged<NotificationDelivery, 'deliveries'>(
+          'GET /v1/notification-endpoints/{endpointId}/deliveries',
+          'deliveries',
+          query.cursor,
+          (cursor) =>
+            raw.GET('/v1/notification-endpoints/{endpointId}/deliveries', {
+              params: { path: { endpointId: param('endpointId', endpointId) }, query: { ...query, cursor } },
+            }),
         ),
     },
     tenants: {
@@ -239,7 +232,8 @@ export function createChimeClient(options: ChimeClientOptions): ChimeClient {
 function retryPolicy(given: RetryOptions = {}): Required<RetryOptions> {
   const policy = { maxRetries: given.maxRetries ?? DEFAULT_RETRY.maxRetries, maxDelayMs: given.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs };
   for (const [name, v] of Object.entries(policy)) {
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new TypeError(`createChimeClient: retry.${name} must be a finite number ≥ 0`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+      throw new TypeError(`createChimeClient: retry.${name} must be a finite number ≥ 0`);
   }
   return policy;
 }

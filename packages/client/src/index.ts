@@ -11,9 +11,9 @@
  */
 export const VERSION = '0.1.0';
 
-export { createChimeClient, type ChimeClient, type ChimeClientOptions, type IdempotencyOptions } from './client.ts';
+export { type ChimeClient, type ChimeClientOptions, createChimeClient, type IdempotencyOptions } from './client.ts';
 export { ChimeError, type FieldError } from './errors.ts';
-export { Paginator, type Page } from './pagination.ts';
-export { DEFAULT_RETRY, RETRY_STATUSES, isRetryable, parseRetryAfter, withRetry, type FetchLike, type RetryOptions } from './retry.ts';
-export type * from './types.ts';
+export { type Page, Paginator } from './pagination.ts';
+export { DEFAULT_RETRY, type FetchLike, isRetryable, parseRetryAfter, RETRY_STATUSES, type RetryOptions, withRetry } from './retry.ts';
 export type { components, operations, paths } from './schema.ts';
+export type * from './types.ts';

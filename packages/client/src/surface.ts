@@ -3,7 +3,7 @@
  * `/v1` route (API.md), each documented with what it sends and answers. The implementation is client.ts.
  */
 import type { Client } from 'openapi-fetch';
-import type { Page, Paginator } from './pagination.ts';
+import type { Paginator } from './pagination.ts';
 import type { FetchLike, RetryOptions } from './retry.ts';
 import type { paths } from './schema.ts';
 import type {

@@ -15,7 +15,7 @@
  * Verification goes through jose (https://github.com/panva/jose: `createRemoteJWKSet`, `jwtVerify`), which uses
  * WebCrypto only, so this runs on Node ≥ 20 and in Workers alike.
  */
-import { createLocalJWKSet, createRemoteJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, type JSONWebKeySet, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import { base64UrlEncode, fail, headerValue, utf8 } from './internal.ts';
 import type { VerifyResult } from './result.ts';
 import { checkRequest, type WebhookRequest } from './standard-webhooks.ts';
@@ -134,7 +134,7 @@ export function keySetOf(opts: ChimeSignatureOptions): JWTVerifyGetKey {
     return set;
   }
   if (jwksUrl === undefined || jwksUrl === null || jwksUrl === '') {
-    throw new TypeError('verifyChimeSignature: jwksUrl (the service\'s /.well-known/jwks.json) is required');
+    throw new TypeError("verifyChimeSignature: jwksUrl (the service's /.well-known/jwks.json) is required");
   }
   let href: string;
   try {

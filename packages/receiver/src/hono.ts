@@ -17,7 +17,7 @@
  */
 import type { MiddlewareHandler } from 'hono';
 import type { VerifiedWebhook } from './result.ts';
-import { checkVerifyAllOptions, helperUrl, verifyAll, type VerifyAllOptions } from './verify-all.ts';
+import { checkVerifyAllOptions, helperUrl, type VerifyAllOptions, verifyAll } from './verify-all.ts';
 
 /**
  * Options of `chimeWebhook`: those of `verifyAll` (`secrets`; `jwksUrl` or `jwks` to verify `Chime-Signature` too;

@@ -14,23 +14,24 @@
  *
  * This file only re-exports: it has no import statement of its own (test/receiver/listen.test.ts checks that).
  */
-export type { VerifiedWebhook, VerificationFailure, VerifyResult } from './result.ts';
-export type { HeadersLike } from './internal.ts';
+
 export {
-  DEFAULT_TOLERANCE_SECONDS,
-  SECRET_PREFIX,
-  decodeSigningSecret,
-  verifyWebhook,
-  type VerifyOptions,
-  type WebhookRequest,
-} from './standard-webhooks.ts';
-export {
+  bodyHash,
+  type ChimeSignatureOptions,
+  type ChimeSignatureRequest,
   DEFAULT_CLOCK_TOLERANCE_SECONDS,
   JWT_ALGORITHMS,
   JWT_ISSUER,
-  bodyHash,
   verifyChimeSignature,
-  type ChimeSignatureOptions,
-  type ChimeSignatureRequest,
 } from './chime-signature.ts';
-export { verifyAll, type VerifyAllOptions } from './verify-all.ts';
+export type { HeadersLike } from './internal.ts';
+export type { VerificationFailure, VerifiedWebhook, VerifyResult } from './result.ts';
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  decodeSigningSecret,
+  SECRET_PREFIX,
+  type VerifyOptions,
+  verifyWebhook,
+  type WebhookRequest,
+} from './standard-webhooks.ts';
+export { type VerifyAllOptions, verifyAll } from './verify-all.ts';

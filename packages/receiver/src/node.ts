@@ -16,13 +16,15 @@
  * No `node:` import and no `@types/node`: the request and response are described structurally (`NodeRequestLike`,
  * `NodeResponseLike`), which Node's `IncomingMessage`/`ServerResponse` and Express's `Request`/`Response` satisfy.
  */
-import type { VerifiedWebhook } from './result.ts';
-import { checkVerifyAllOptions, helperUrl, verifyAll, type VerifyAllOptions } from './verify-all.ts';
+import type { VerifiedWebhook, VerifyResult } from './result.ts';
+import { checkVerifyAllOptions, helperUrl, type VerifyAllOptions, verifyAll } from './verify-all.ts';
 
 /** A readable body stream as `readRawBody` uses it: Node's `IncomingMessage`, any `stream.Readable`. */
 export interface BodyStreamLike {
   /** Node's stream events: `data` (a Buffer, or a string after `setEncoding`), `end`, `error`. */
-  on(event: string, listener: (...args: any[]) => void): unknown;
+  on(event: 'data', listener: (chunk: Uint8Array | string) => void): unknown;
+  on(event: 'end', listener: () => void): unknown;
+  on(event: 'error', listener: (err: Error) => void): unknown;
 }
 
 /** The part of Node's `http.IncomingMessage` (or Express's `Request`) `expressWebhook` uses. */
@@ -127,13 +129,15 @@ export function expressWebhook(
       if (typeof given === 'string') body = given;
       else if (given instanceof Uint8Array) body = decodeUtf8([given], given.length);
       else if (req.readableEnded === true) {
-        return next(new TypeError('expressWebhook: the body was already read and parsed; mount it before express.json(), or use express.raw()'));
+        return next(
+          new TypeError('expressWebhook: the body was already read and parsed; mount it before express.json(), or use express.raw()'),
+        );
       } else body = await readRawBody(req, opts);
     } catch (err) {
       if (err instanceof RangeError) return answer(res, 413, err.message);
       return next(err);
     }
-    let result;
+    let result: VerifyResult;
     try {
       result = await verifyAll({ headers: req.headers, body, url }, opts);
     } catch (err) {

@@ -11,7 +11,7 @@
  * WebCrypto (`crypto.subtle`), `atob`, `TextEncoder` and `Headers` only, no `node:` module: runs on Node ≥ 20, Deno,
  * Bun, browsers and edge workers alike. WebCrypto is asynchronous, so `verifyWebhook` returns a Promise.
  */
-import { base64Decode, constantTimeEqual, fail, headerValue, utf8, type HeadersLike } from './internal.ts';
+import { base64Decode, constantTimeEqual, fail, type HeadersLike, headerValue, utf8 } from './internal.ts';
 import type { VerifyResult } from './result.ts';
 
 /** The prefix of Standard Webhooks symmetric secrets. */
@@ -78,7 +78,11 @@ export async function verifyWebhook(
   const id = headerValue(request.headers, 'webhook-id', false);
   const ts = headerValue(request.headers, 'webhook-timestamp', false);
   const sig = headerValue(request.headers, 'webhook-signature', true);
-  for (const [name, v] of [['webhook-id', id], ['webhook-timestamp', ts], ['webhook-signature', sig]] as const) {
+  for (const [name, v] of [
+    ['webhook-id', id],
+    ['webhook-timestamp', ts],
+    ['webhook-signature', sig],
+  ] as const) {
     if (v === undefined || v === '') return fail(`missing ${name} header`);
     if (v === null) return fail(`more than one ${name} header`);
   }

@@ -2,9 +2,9 @@
  * Both signatures of a Chime callback at once: what the framework helpers (`@chime/receiver/hono`,
  * `@chime/receiver/node`) run.
  */
-import { keySetOf, verifyChimeSignature, type ChimeSignatureOptions } from './chime-signature.ts';
+import { type ChimeSignatureOptions, keySetOf, verifyChimeSignature } from './chime-signature.ts';
 import type { VerifyResult } from './result.ts';
-import { decodeSecrets, verifyWebhook, type VerifyOptions, type WebhookRequest } from './standard-webhooks.ts';
+import { decodeSecrets, type VerifyOptions, verifyWebhook, type WebhookRequest } from './standard-webhooks.ts';
 
 /**
  * What `verifyAll` checks with: the Standard Webhooks `secrets` (always), and the JWKS (`jwksUrl` or `jwks`) when
@@ -81,6 +81,7 @@ export function helperUrl(helper: string, url: string | URL | undefined, withJwt
   } catch {
     throw new TypeError(`${helper}: the url option must be an absolute URL, not ${JSON.stringify(String(url))}`);
   }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new TypeError(`${helper}: the url option must be an http or https URL`);
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
+    throw new TypeError(`${helper}: the url option must be an http or https URL`);
   return String(url);
 }

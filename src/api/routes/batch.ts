@@ -3,12 +3,12 @@
  * the valid ones are committed together in one transaction.
  */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { ofTenant } from '../../store/tenant-scope.ts';
+import { and, inArray } from 'drizzle-orm';
 import type { JobSpec } from '../../domain/job.ts';
 import type { Db } from '../../store/db.ts';
 import { activeJobsRoom, createJobs, JobKeyTakenError, QuotaExceededError } from '../../store/jobs.ts';
-import { and, eq, inArray } from 'drizzle-orm';
 import { jobs } from '../../store/schema.ts';
+import { ofTenant } from '../../store/tenant-scope.ts';
 import type { AppEnv } from '../env.ts';
 import { jobBodyErrors, resolveOncePerHost, toJobSpec } from '../job-input.ts';
 import { unstorableFields } from '../json-guard.ts';
@@ -31,11 +31,24 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
       method: 'post',
       path: '/v1/jobs/batch',
       summary: 'Register up to 1,000 jobs; the valid ones are committed in one transaction',
-      request: { body: { required: true, content: { 'application/json': { schema: z.strictObject({ jobs: z.array(z.unknown()).min(1).max(MAX_BATCH_JOBS) }) } } } },
+      request: {
+        body: {
+          required: true,
+          content: { 'application/json': { schema: z.strictObject({ jobs: z.array(z.unknown()).min(1).max(MAX_BATCH_JOBS) }) } },
+        },
+      },
       responses: {
         200: {
           description: 'One result per job, in request order',
-          content: { 'application/json': { schema: z.object({ results: z.array(z.union([z.object({ status: z.literal(201), job: JobSchema }), z.object({ status: z.number(), problem: ProblemSchema })])) }) } },
+          content: {
+            'application/json': {
+              schema: z.object({
+                results: z.array(
+                  z.union([z.object({ status: z.literal(201), job: JobSchema }), z.object({ status: z.number(), problem: ProblemSchema })]),
+                ),
+              }),
+            },
+          },
         },
         ...problemResponses(400, 401, 413),
       },
@@ -52,7 +65,10 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
       for (const [index, item] of items.entries()) {
         const unstorable = unstorableFields(item);
         if (unstorable.length > 0) {
-          results[index] = { status: 400, problem: problem('validation', unstorable.map((e) => `${e.path}: ${e.message}`).join('; '), unstorable) };
+          results[index] = {
+            status: 400,
+            problem: problem('validation', unstorable.map((e) => `${e.path}: ${e.message}`).join('; '), unstorable),
+          };
           continue;
         }
         const parsed = JobBodySchema.safeParse(item);
@@ -97,9 +113,16 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
           for (const v of valid.splice(Math.min(room, valid.length))) {
             results[v.index] = { status: 409, problem: problem('quota_exceeded', new QuotaExceededError(maxActiveJobs, room).message) };
           }
-          return createJobs({ ...deps.store, db: tx }, tenantId, valid.map((v) => v.spec), now);
+          return createJobs(
+            { ...deps.store, db: tx },
+            tenantId,
+            valid.map((v) => v.spec),
+            now,
+          );
         });
-        created.forEach((job, i) => (results[valid[i]!.index] = { status: 201, job: jobView(job) }));
+        created.forEach((job, i) => {
+          results[valid[i]!.index] = { status: 201, job: jobView(job) };
+        });
       } catch (err) {
         // One of the batch's keys (all checked free before) was taken meanwhile: the store says so, the app maps it.
         if (err instanceof JobKeyTakenError) throw new JobKeyTakenError(null);

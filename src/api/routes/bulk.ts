@@ -14,7 +14,7 @@ import type { JobFilter } from '../../store/job-filter.ts';
 import type { AppEnv } from '../env.ts';
 import { emptyBody } from '../json-guard.ts';
 import { ApiError, validationError } from '../problems.ts';
-import { MAX_METADATA_PAIRS, InstantSchema } from '../schemas.ts';
+import { InstantSchema, MAX_METADATA_PAIRS } from '../schemas.ts';
 import { problemResponses } from './common.ts';
 
 /** Most job ids one bulk filter may list (its body stays under the 64 KiB limit). */
@@ -118,7 +118,11 @@ export function bulkRoutes(): OpenAPIHono<AppEnv> {
       responses: {
         200: {
           description: 'Done',
-          content: { 'application/json': { schema: z.object({ matched: z.number().int(), changed: z.number().int() }).openapi('BulkJobActionResult') } },
+          content: {
+            'application/json': {
+              schema: z.object({ matched: z.number().int(), changed: z.number().int() }).openapi('BulkJobActionResult'),
+            },
+          },
         },
         ...problemResponses(400, 401),
       },
@@ -133,7 +137,12 @@ export function bulkRoutes(): OpenAPIHono<AppEnv> {
         ...(f.metadata && Object.keys(f.metadata).length > 0 ? { metadata: f.metadata } : {}),
       };
       if (Object.keys(filter).length === 0) {
-        throw validationError([{ path: 'filter', message: 'name at least one of jobIds, status, q, metadata (non-empty): an empty filter would match every job' }]);
+        throw validationError([
+          {
+            path: 'filter',
+            message: 'name at least one of jobIds, status, q, metadata (non-empty): an empty filter would match every job',
+          },
+        ]);
       }
       const maxJobs = c.var.deps.config.maxBulkJobs ?? MAX_BULK_JOBS;
       return c.json(await bulkJobAction(c.var.deps.store, c.var.tenantId, action, filter, { maxJobs }), 200);

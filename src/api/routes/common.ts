@@ -24,4 +24,3 @@ export function creationLimits(deps: Pick<AppDeps, 'config'>): CreateJobOptions 
 export function errorCodes(err: unknown): string[] {
   return errorChain(err).flatMap((e) => (e.code !== undefined ? [String(e.code)] : []));
 }
-

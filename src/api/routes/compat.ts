@@ -12,17 +12,17 @@
  * fields as the client sent them (`cronExpr`, not `schedule.expression`).
  */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from '../../domain/job.ts';
+import { DEFAULT_TIMEOUT_MS, type JobSpec, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from '../../domain/job.ts';
 import { MAX_ATTEMPTS_LIMIT } from '../../domain/retry.ts';
 import { JOB_STATUS } from '../../domain/states.ts';
 import { updateJob } from '../../store/job-lifecycle.ts';
 import { createJob } from '../../store/jobs.ts';
 import { listRuns } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
-import { emptyBody } from '../json-guard.ts';
 import { everyFieldHook } from '../every-field-hook.ts';
 import { jobRuleErrors, toJobSpec, validFields } from '../job-input.ts';
-import { ApiError, validationError, type FieldError } from '../problems.ts';
+import { emptyBody } from '../json-guard.ts';
+import { ApiError, type FieldError, validationError } from '../problems.ts';
 import type { JobBody } from '../schemas.ts';
 import { creationLimits, problemResponses } from './common.ts';
 import { startRun } from './job-lifecycle.ts';
@@ -37,13 +37,21 @@ const CompatJobBody = z
     handlerUrl: z.string().min(1).max(2048).openapi({ example: 'https://example.com/hooks/report' }),
     payload: z.unknown().optional(),
     timeout: int(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS).optional().openapi({ description: 'ms', example: DEFAULT_TIMEOUT_MS }),
-    retries: int(0, MAX_ATTEMPTS_LIMIT - 1).optional().openapi({ description: 'retries after the first attempt' }),
+    retries: int(0, MAX_ATTEMPTS_LIMIT - 1)
+      .optional()
+      .openapi({ description: 'retries after the first attempt' }),
   })
   .openapi('CompatJobInput');
 type CompatJobBody = z.infer<typeof CompatJobBody>;
 
 const CompatRun = z
-  .object({ runId: z.uuid(), status: z.string(), startedAt: z.string().nullable(), finishedAt: z.string().nullable(), error: z.string().nullable() })
+  .object({
+    runId: z.uuid(),
+    status: z.string(),
+    startedAt: z.string().nullable(),
+    finishedAt: z.string().nullable(),
+    error: z.string().nullable(),
+  })
   .openapi('CompatRun');
 
 const JobIdParam = z.object({ jobId: z.string() });
@@ -90,14 +98,17 @@ export function compatRoutes(): OpenAPIHono<AppEnv> {
       summary: 'Register a cron job (compatibility form of POST /v1/jobs)',
       request: { body: { required: true, content: { 'application/json': { schema: CompatJobBody } } } },
       responses: {
-        201: { description: 'Created: the job and its first run are committed', content: { 'application/json': { schema: z.object({ jobId: z.uuid() }) } } },
+        201: {
+          description: 'Created: the job and its first run are committed',
+          content: { 'application/json': { schema: z.object({ jobId: z.uuid() }) } },
+        },
         ...problemResponses(400, 401, 409, 413, 429),
       },
     }),
     async (c) => {
       const deps = c.var.deps;
       const now = deps.store.clock.now();
-      let spec;
+      let spec: JobSpec;
       try {
         spec = await toJobSpec(toV1JobBody(c.req.valid('json')), deps, now);
       } catch (err) {
@@ -110,7 +121,10 @@ export function compatRoutes(): OpenAPIHono<AppEnv> {
     // A bad timeout and a cron expression that never fires: one 400 naming both, as /v1 does.
     everyFieldHook(CompatJobBody, async (raw, c) => {
       const ok = validFields(CompatJobBody.shape, raw);
-      const partial = { schedule: ok.cronExpr === undefined ? undefined : { type: 'cron', expression: ok.cronExpr }, callback: { url: ok.handlerUrl } };
+      const partial = {
+        schedule: ok.cronExpr === undefined ? undefined : { type: 'cron', expression: ok.cronExpr },
+        callback: { url: ok.handlerUrl },
+      };
       return compatFieldErrors(await jobRuleErrors(partial, c.var.deps, c.var.deps.store.clock.now()));
     }),
   );
@@ -131,7 +145,18 @@ export function compatRoutes(): OpenAPIHono<AppEnv> {
       const job = await findJob(c);
       const { items } = await listRuns(c.var.deps.store, c.var.tenantId, job.id, { limit: c.req.valid('query').limit });
       const iso = (d: Date | null) => (d ? d.toISOString() : null);
-      return c.json({ runs: items.map((r) => ({ runId: r.id, status: r.status, startedAt: iso(r.startedAt), finishedAt: iso(r.finishedAt), error: r.error })) }, 200);
+      return c.json(
+        {
+          runs: items.map((r) => ({
+            runId: r.id,
+            status: r.status,
+            startedAt: iso(r.startedAt),
+            finishedAt: iso(r.finishedAt),
+            error: r.error,
+          })),
+        },
+        200,
+      );
     },
   );
 
@@ -161,9 +186,18 @@ export function compatRoutes(): OpenAPIHono<AppEnv> {
       path: '/jobs/{jobId}',
       tags,
       summary: 'Pause or resume a job (compatibility form of PATCH /v1/jobs/:jobId)',
-      request: { params: JobIdParam, body: { required: true, content: { 'application/json': { schema: z.strictObject({ paused: z.boolean() }).openapi('CompatJobPatch') } } } },
+      request: {
+        params: JobIdParam,
+        body: {
+          required: true,
+          content: { 'application/json': { schema: z.strictObject({ paused: z.boolean() }).openapi('CompatJobPatch') } },
+        },
+      },
       responses: {
-        200: { description: 'The job is paused or active', content: { 'application/json': { schema: z.object({ jobId: z.uuid(), paused: z.boolean() }) } } },
+        200: {
+          description: 'The job is paused or active',
+          content: { 'application/json': { schema: z.object({ jobId: z.uuid(), paused: z.boolean() }) } },
+        },
         ...problemResponses(400, 401, 404, 409, 429),
       },
     }),

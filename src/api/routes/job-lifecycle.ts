@@ -3,27 +3,39 @@
  * `PUT /v1/jobs/by-key/:key` (upsert), `POST /v1/runs/:runId/replay`.
  */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import { isUuid } from '../../domain/ids.ts';
+import type { CallbackSpec } from '../../domain/job.ts';
 import { resolveRetryPolicy } from '../../domain/retry.ts';
 import { normalizeSchedule } from '../../domain/schedule.ts';
-import type { CallbackSpec } from '../../domain/job.ts';
-import { isUuid } from '../../domain/ids.ts';
-import { cancelJob, triggerRun, updateJob, type JobChanges } from '../../store/job-lifecycle.ts';
-import { createJob, getJobByKey, JobKeyTakenError, type JobRow } from '../../store/jobs.ts';
-import { getRun } from '../../store/runs.ts';
-import type { Context } from 'hono';
-import type { AppDeps, AppEnv } from '../env.ts';
 import type { RunTrigger } from '../../domain/states.ts';
+import { CATCH_UP_POLICIES, DELIVERY_MODES, OVERLAP_POLICIES } from '../../domain/states.ts';
 import { sha256Hex } from '../../store/credentials.ts';
 import { triggerRunIdempotently } from '../../store/idempotency.ts';
-import { emptyBody } from '../json-guard.ts';
+import { cancelJob, type JobChanges, triggerRun, updateJob } from '../../store/job-lifecycle.ts';
+import { createJob, getJobByKey, JobKeyTakenError, type JobRow } from '../../store/jobs.ts';
+import { getRun } from '../../store/runs.ts';
+import type { AppDeps, AppEnv } from '../env.ts';
 import { everyFieldHook } from '../every-field-hook.ts';
 import { fieldOf, jobRuleErrors, scheduleFieldErrors, toJobSpec, validateCallback, validFields } from '../job-input.ts';
-import { ApiError, validationError, type FieldError } from '../problems.ts';
-import { CallbackPatchSchema, IdempotencyKeyHeaders, JobBodySchema, JobKeySchema, JobSchema, RetrySchema, ScheduleSchema, MAX_JITTER_MS, MAX_RELEVANCY_WINDOW_MS, MAX_METADATA_PAIRS, MAX_PAUSE_AFTER_FAILURES } from '../schemas.ts';
+import { emptyBody } from '../json-guard.ts';
+import { ApiError, type FieldError, validationError } from '../problems.ts';
+import {
+  CallbackPatchSchema,
+  IdempotencyKeyHeaders,
+  JobBodySchema,
+  JobKeySchema,
+  JobSchema,
+  MAX_JITTER_MS,
+  MAX_METADATA_PAIRS,
+  MAX_PAUSE_AFTER_FAILURES,
+  MAX_RELEVANCY_WINDOW_MS,
+  RetrySchema,
+  ScheduleSchema,
+} from '../schemas.ts';
 import { jobView } from '../views.ts';
 import { creationLimits, problemResponses } from './common.ts';
 import { findJob } from './jobs.ts';
-import { CATCH_UP_POLICIES, DELIVERY_MODES, OVERLAP_POLICIES } from '../../domain/states.ts';
 
 type CallbackPatch = z.infer<typeof CallbackPatchSchema>;
 
@@ -41,12 +53,17 @@ const JobPatchSchema = z
     catchUp: z.enum(CATCH_UP_POLICIES).optional(),
     jitterMs: z.number().int().min(0).max(MAX_JITTER_MS).optional(),
     pauseAfterFailures: z.number().int().min(0).max(MAX_PAUSE_AFTER_FAILURES).optional(),
-    metadata: z.record(z.string().min(1).max(64), z.string().max(512)).refine((m) => Object.keys(m).length <= MAX_METADATA_PAIRS, `at most ${MAX_METADATA_PAIRS} pairs`).optional(),
+    metadata: z
+      .record(z.string().min(1).max(64), z.string().max(512))
+      .refine((m) => Object.keys(m).length <= MAX_METADATA_PAIRS, `at most ${MAX_METADATA_PAIRS} pairs`)
+      .optional(),
   })
   .openapi('JobPatch');
 
 const JobIdParam = z.object({ jobId: z.string() });
-const Accepted = { 202: { description: 'Accepted: a run due now', content: { 'application/json': { schema: z.object({ runId: z.string() }) } } } };
+const Accepted = {
+  202: { description: 'Accepted: a run due now', content: { 'application/json': { schema: z.object({ runId: z.string() }) } } },
+};
 
 export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
@@ -57,7 +74,10 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
       path: '/v1/jobs/{jobId}',
       summary: 'Pause, resume or change a job',
       request: { params: JobIdParam, body: { required: true, content: { 'application/json': { schema: JobPatchSchema } } } },
-      responses: { 200: { description: 'The job', content: { 'application/json': { schema: JobSchema } } }, ...problemResponses(400, 401, 404, 409) },
+      responses: {
+        200: { description: 'The job', content: { 'application/json': { schema: JobSchema } } },
+        ...problemResponses(400, 401, 404, 409),
+      },
     }),
     async (c) => {
       const deps = c.var.deps;
@@ -73,7 +93,18 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
         if (body.callback.authToken !== undefined) changes.authToken = body.callback.authToken;
       }
       if (body.retry) changes.retry = resolveRetryPolicy({ ...(job.retry as object), ...body.retry });
-      for (const k of ['paused', 'name', 'payload', 'relevancyWindowMs', 'deliveryMode', 'overlapPolicy', 'catchUp', 'jitterMs', 'metadata', 'pauseAfterFailures'] as const) {
+      for (const k of [
+        'paused',
+        'name',
+        'payload',
+        'relevancyWindowMs',
+        'deliveryMode',
+        'overlapPolicy',
+        'catchUp',
+        'jitterMs',
+        'metadata',
+        'pauseAfterFailures',
+      ] as const) {
         if (body[k] !== undefined) (changes as Record<string, unknown>)[k] = body[k];
       }
       const updated = await updateJob(deps.store, c.var.tenantId, job.id, changes);
@@ -142,7 +173,10 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
       method: 'put',
       path: '/v1/jobs/by-key/{key}',
       summary: 'Create or replace the job with this key',
-      request: { params: z.object({ key: JobKeySchema }), body: { required: true, content: { 'application/json': { schema: JobBodySchema } } } },
+      request: {
+        params: z.object({ key: JobKeySchema }),
+        body: { required: true, content: { 'application/json': { schema: JobBodySchema } } },
+      },
       responses: {
         200: { description: 'Replaced', content: { 'application/json': { schema: JobSchema } } },
         201: { description: 'Created', content: { 'application/json': { schema: JobSchema } } },
@@ -159,7 +193,13 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
         const existing = await getJobByKey(deps.store, c.var.tenantId, key);
         if (existing) {
           const { key: _k, authToken, ...fields } = spec;
-          const updated = await updateJob(deps.store, c.var.tenantId, existing.id, { ...fields, authToken: authToken ?? null, replace: true }, creationLimits(deps));
+          const updated = await updateJob(
+            deps.store,
+            c.var.tenantId,
+            existing.id,
+            { ...fields, authToken: authToken ?? null, replace: true },
+            creationLimits(deps),
+          );
           return c.json(jobView(updated!), 200);
         }
         try {
@@ -182,7 +222,9 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
 
 /** The body's `key` of a `PUT /v1/jobs/by-key/:key`, which must be absent or the path's. */
 function keyMismatch(bodyKey: unknown, pathKey: string): FieldError[] {
-  return bodyKey !== undefined && bodyKey !== pathKey ? [{ path: 'key', message: `must be absent or equal the path's key "${pathKey}"` }] : [];
+  return bodyKey !== undefined && bodyKey !== pathKey
+    ? [{ path: 'key', message: `must be absent or equal the path's key "${pathKey}"` }]
+    : [];
 }
 
 /**
@@ -242,4 +284,3 @@ export async function startRun(c: Context<AppEnv>, jobId: string, trigger: RunTr
   if (r.kind === 'mismatch') throw new ApiError('conflict', 'this Idempotency-Key was used with another request in the last 24 h');
   return r.runId;
 }
-

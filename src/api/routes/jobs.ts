@@ -1,10 +1,10 @@
 /** `/v1/jobs`: register, list and read jobs; a job's runs. */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { JOB_STATUSES, RUN_STATUSES } from '../../domain/states.ts';
-import { createJob, getJob, getJobByKey, listJobs } from '../../store/jobs.ts';
 import { isUuid } from '../../domain/ids.ts';
+import { JOB_STATUSES, RUN_STATUSES } from '../../domain/states.ts';
 import { sha256Hex } from '../../store/credentials.ts';
 import { createJobIdempotently } from '../../store/idempotency.ts';
+import { createJob, getJob, getJobByKey, listJobs } from '../../store/jobs.ts';
 import { listRuns } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
 import { everyFieldHook } from '../every-field-hook.ts';
@@ -31,7 +31,10 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
       },
       responses: {
         201: { description: 'Created: the job and its first run are committed', content: { 'application/json': { schema: JobSchema } } },
-        200: { description: 'The job first created with this Idempotency-Key and body', content: { 'application/json': { schema: JobSchema } } },
+        200: {
+          description: 'The job first created with this Idempotency-Key and body',
+          content: { 'application/json': { schema: JobSchema } },
+        },
         ...problemResponses(400, 401, 409, 413),
       },
     }),
@@ -42,8 +45,17 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
       const spec = await toJobSpec(body, deps, now);
       const idempotencyKey = c.req.valid('header')['idempotency-key'];
       if (idempotencyKey) {
-        const r = await createJobIdempotently(deps.store, c.var.tenantId, idempotencyKey, sha256Hex(JSON.stringify(body)), spec, now, creationLimits(deps));
-        if (r.kind === 'mismatch') throw new ApiError('conflict', 'this Idempotency-Key was used with another request body in the last 24 h');
+        const r = await createJobIdempotently(
+          deps.store,
+          c.var.tenantId,
+          idempotencyKey,
+          sha256Hex(JSON.stringify(body)),
+          spec,
+          now,
+          creationLimits(deps),
+        );
+        if (r.kind === 'mismatch')
+          throw new ApiError('conflict', 'this Idempotency-Key was used with another request body in the last 24 h');
         return c.json(jobView(r.job), r.kind === 'created' ? 201 : 200);
       }
       const job = await createJob(deps.store, c.var.tenantId, spec, now, creationLimits(deps));
@@ -63,7 +75,10 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
         '(any number of different keys, at most 20): jobs whose metadata holds each pair, e.g. `?metadata.team=ops&metadata.env=prod`.',
       request: { query: z.object({ status: z.enum(JOB_STATUSES).optional(), q: SearchQueryField.optional(), ...PageQuery }) },
       responses: {
-        200: { description: 'A page of jobs', content: { 'application/json': { schema: z.object({ jobs: z.array(JobSchema), nextCursor: z.string().nullable() }) } } },
+        200: {
+          description: 'A page of jobs',
+          content: { 'application/json': { schema: z.object({ jobs: z.array(JobSchema), nextCursor: z.string().nullable() }) } },
+        },
         ...problemResponses(400, 401),
       },
     }),
@@ -76,7 +91,8 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
     },
     // A bad q or limit and a bad metadata.<key> in one request: one 400 naming them all.
     (result, c) => {
-      if (!result.success) throw validationError([...schemaFieldErrors(result.error.issues), ...parseMetadataFilter(c.req.queries()).errors]);
+      if (!result.success)
+        throw validationError([...schemaFieldErrors(result.error.issues), ...parseMetadataFilter(c.req.queries()).errors]);
       return undefined;
     },
   );
@@ -101,7 +117,10 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
       path: '/v1/jobs/by-key/{key}',
       summary: "Read the job with this key (the tenant's own name for it)",
       request: { params: z.object({ key: JobKeySchema }) },
-      responses: { 200: { description: 'The job', content: { 'application/json': { schema: JobSchema } } }, ...problemResponses(400, 401, 404) },
+      responses: {
+        200: { description: 'The job', content: { 'application/json': { schema: JobSchema } } },
+        ...problemResponses(400, 401, 404),
+      },
     }),
     async (c) => {
       const { key } = c.req.valid('param');
@@ -118,7 +137,10 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
       summary: "List a job's runs, newest first",
       request: { params: JobIdParam, query: z.object({ status: z.enum(RUN_STATUSES).optional(), ...PageQuery }) },
       responses: {
-        200: { description: 'A page of runs', content: { 'application/json': { schema: z.object({ runs: z.array(RunSchema), nextCursor: z.string().nullable() }) } } },
+        200: {
+          description: 'A page of runs',
+          content: { 'application/json': { schema: z.object({ runs: z.array(RunSchema), nextCursor: z.string().nullable() }) } },
+        },
         ...problemResponses(400, 401, 404),
       },
     }),

@@ -34,7 +34,13 @@ const EndpointInput = z
   .openapi('NotificationEndpointInput');
 
 const EndpointSchema = z
-  .object({ endpointId: z.uuid(), url: z.string(), events: z.array(z.enum(EVENT_TYPES)), description: z.string().nullable(), createdAt: z.string() })
+  .object({
+    endpointId: z.uuid(),
+    url: z.string(),
+    events: z.array(z.enum(EVENT_TYPES)),
+    description: z.string().nullable(),
+    createdAt: z.string(),
+  })
   .openapi('NotificationEndpoint');
 
 const DeliverySchema = z
@@ -100,13 +106,20 @@ export function notificationRoutes(): OpenAPIHono<AppEnv> {
         'Each event of a subscribed type is POSTed to the URL, signed like a callback (Standard Webhooks headers with the ' +
         "tenant's signing secret, webhook-id = the event id, and Chime-Signature), at least once with backoff for 24 h.",
       request: { body: { required: true, content: { 'application/json': { schema: EndpointInput } } } },
-      responses: { 201: { description: 'Registered', content: { 'application/json': { schema: EndpointSchema } } }, ...problemResponses(400, 401, 409) },
+      responses: {
+        201: { description: 'Registered', content: { 'application/json': { schema: EndpointSchema } } },
+        ...problemResponses(400, 401, 409),
+      },
     }),
     async (c) => {
       const body = c.req.valid('json');
       const refused = await destinationIssue(body.url, c.var.deps);
       if (refused) throw validationError([{ path: 'url', message: refused }]);
-      const row = await createNotificationEndpoint(c.var.deps.store, c.var.tenantId, { url: body.url, events: body.events, description: body.description ?? null });
+      const row = await createNotificationEndpoint(c.var.deps.store, c.var.tenantId, {
+        url: body.url,
+        events: body.events,
+        description: body.description ?? null,
+      });
       return c.json(endpointView(row), 201);
     },
   );
@@ -116,7 +129,10 @@ export function notificationRoutes(): OpenAPIHono<AppEnv> {
       method: 'get',
       path: '/v1/notification-endpoints',
       summary: "The tenant's notification endpoints",
-      responses: { 200: { description: 'Endpoints', content: { 'application/json': { schema: z.object({ endpoints: z.array(EndpointSchema) }) } } }, ...problemResponses(401) },
+      responses: {
+        200: { description: 'Endpoints', content: { 'application/json': { schema: z.object({ endpoints: z.array(EndpointSchema) }) } } },
+        ...problemResponses(401),
+      },
     }),
     async (c) => c.json({ endpoints: (await listNotificationEndpoints(c.var.deps.store, c.var.tenantId)).map(endpointView) }, 200),
   );
@@ -144,7 +160,10 @@ export function notificationRoutes(): OpenAPIHono<AppEnv> {
       summary: "An endpoint's recent deliveries, newest first, with their status and last error",
       request: { params: EndpointIdParam, query: z.object(PageQuery) },
       responses: {
-        200: { description: 'A page of deliveries', content: { 'application/json': { schema: z.object({ deliveries: z.array(DeliverySchema), nextCursor: z.string().nullable() }) } } },
+        200: {
+          description: 'A page of deliveries',
+          content: { 'application/json': { schema: z.object({ deliveries: z.array(DeliverySchema), nextCursor: z.string().nullable() }) } },
+        },
         ...problemResponses(400, 401, 404),
       },
     }),

@@ -5,7 +5,7 @@ import { RUN_STATUSES } from '../../domain/states.ts';
 import { getRun, listDeadLetters, listTenantRuns } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
 import { ApiError } from '../problems.ts';
-import { AttemptSchema, PageQuery, RunSchema, InstantSchema } from '../schemas.ts';
+import { AttemptSchema, InstantSchema, PageQuery, RunSchema } from '../schemas.ts';
 import { attemptView, runView } from '../views.ts';
 import { problemResponses } from './common.ts';
 
@@ -32,7 +32,10 @@ export function runRoutes(): OpenAPIHono<AppEnv> {
       description: '`since` (inclusive) and `until` (exclusive) bound `scheduledFor`. A `jobId` of no job of the tenant matches no run.',
       request: { query: TenantRunsQuery },
       responses: {
-        200: { description: 'A page of runs', content: { 'application/json': { schema: z.object({ runs: z.array(RunSchema), nextCursor: z.string().nullable() }) } } },
+        200: {
+          description: 'A page of runs',
+          content: { 'application/json': { schema: z.object({ runs: z.array(RunSchema), nextCursor: z.string().nullable() }) } },
+        },
         ...problemResponses(400, 401),
       },
     }),
@@ -54,7 +57,10 @@ export function runRoutes(): OpenAPIHono<AppEnv> {
       summary: 'Read a run and every attempt of it',
       request: { params: z.object({ runId: z.string() }) },
       responses: {
-        200: { description: 'The run', content: { 'application/json': { schema: RunSchema.extend({ attemptLog: z.array(AttemptSchema) }) } } },
+        200: {
+          description: 'The run',
+          content: { 'application/json': { schema: RunSchema.extend({ attemptLog: z.array(AttemptSchema) }) } },
+        },
         ...problemResponses(401, 404),
       },
     }),
@@ -73,7 +79,10 @@ export function runRoutes(): OpenAPIHono<AppEnv> {
       summary: 'Runs that ended failed (retries exhausted), newest first',
       request: { query: z.object(PageQuery) },
       responses: {
-        200: { description: 'A page of failed runs', content: { 'application/json': { schema: z.object({ runs: z.array(RunSchema), nextCursor: z.string().nullable() }) } } },
+        200: {
+          description: 'A page of failed runs',
+          content: { 'application/json': { schema: z.object({ runs: z.array(RunSchema), nextCursor: z.string().nullable() }) } },
+        },
         ...problemResponses(400, 401),
       },
     }),

@@ -21,7 +21,10 @@ export function scheduleRoutes(): OpenAPIHono<AppEnv> {
         body: { required: true, content: { 'application/json': { schema: PreviewBodySchema } } },
       },
       responses: {
-        200: { description: 'Occurrences, RFC 3339 UTC', content: { 'application/json': { schema: z.object({ occurrences: z.array(z.string()) }) } } },
+        200: {
+          description: 'Occurrences, RFC 3339 UTC',
+          content: { 'application/json': { schema: z.object({ occurrences: z.array(z.string()) }) } },
+        },
         ...problemResponses(400, 401),
       },
     }),

@@ -5,20 +5,27 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { isUuid } from '../../domain/ids.ts';
-import { timingSafeEqualStrings } from '../../store/credentials.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../store/api-keys.ts';
+import { timingSafeEqualStrings } from '../../store/credentials.ts';
 import { rotateSigningSecret } from '../../store/signing-secrets.ts';
 import { createTenant, getTenant } from '../../store/tenants.ts';
 import type { AppEnv } from '../env.ts';
 import { emptyBody } from '../json-guard.ts';
 import { ApiError } from '../problems.ts';
-import { InstantSchema } from '../schemas.ts';
 import { FailedAttempts, UNKNOWN_ADDRESS } from '../rate-limit.ts';
+import { InstantSchema } from '../schemas.ts';
 import { problemResponses } from './common.ts';
 
 export const TenantSchema = z.object({ tenantId: z.string(), name: z.string(), createdAt: z.string() }).openapi('Tenant');
 export const ApiKeySchema = z
-  .object({ keyId: z.string(), name: z.string(), prefix: z.string(), createdAt: z.string(), expiresAt: z.string().nullable(), lastUsedAt: z.string().nullable() })
+  .object({
+    keyId: z.string(),
+    name: z.string(),
+    prefix: z.string(),
+    createdAt: z.string(),
+    expiresAt: z.string().nullable(),
+    lastUsedAt: z.string().nullable(),
+  })
   .openapi('ApiKey');
 /** The body of `POST /v1/signing-secrets/rotate`: the new secret (shown once) and when the previous one stops signing. */
 export const SigningSecretRotationSchema = z.object({ signingSecret: z.string(), previousValidUntil: z.string() });
@@ -36,7 +43,9 @@ export function signupRoutes(): OpenAPIHono<AppEnv> {
       path: '/v1/tenants',
       summary: 'Create a tenant (admin token, or anyone when signup is open)',
       security: [{ bearer: [] }],
-      request: { body: { required: true, content: { 'application/json': { schema: z.strictObject({ name: z.string().min(1).max(200) }) } } } },
+      request: {
+        body: { required: true, content: { 'application/json': { schema: z.strictObject({ name: z.string().min(1).max(200) }) } } },
+      },
       responses: {
         201: {
           description: 'The tenant; its API key and signing secret are shown only here',
@@ -69,15 +78,22 @@ function requireAdminToken(c: Context<AppEnv>, failures: FailedAttempts): void {
   const allowed = failures.check(address, nowMs);
   if (!allowed.ok) {
     const wait = allowed.retryAfterSeconds;
-    onSecurityWarning?.({ clientAddress: address, path: c.req.path, retryAfterSeconds: wait }, 'admin token attempt refused: too many failed attempts from this address');
-    throw new ApiError('rate_limited', `too many failed admin-token attempts from this address; retry in ${wait} s`, undefined, { 'retry-after': String(wait) });
+    onSecurityWarning?.(
+      { clientAddress: address, path: c.req.path, retryAfterSeconds: wait },
+      'admin token attempt refused: too many failed attempts from this address',
+    );
+    throw new ApiError('rate_limited', `too many failed admin-token attempts from this address; retry in ${wait} s`, undefined, {
+      'retry-after': String(wait),
+    });
   }
   const presented = bearer(c.req.header('authorization'));
   if (config.adminToken && presented && timingSafeEqualStrings(presented, config.adminToken)) return;
   failures.fail(address, nowMs);
   const reason = !presented ? 'no bearer token' : config.adminToken ? 'wrong token' : 'no admin token is configured';
   onSecurityWarning?.({ clientAddress: address, path: c.req.path, reason }, 'admin token refused');
-  throw new ApiError('unauthorized', 'creating a tenant needs the admin token (CHIME_ADMIN_TOKEN)', undefined, { 'www-authenticate': 'Bearer' });
+  throw new ApiError('unauthorized', 'creating a tenant needs the admin token (CHIME_ADMIN_TOKEN)', undefined, {
+    'www-authenticate': 'Bearer',
+  });
 }
 
 /** Routes of the authenticated tenant. */
@@ -88,7 +104,10 @@ export function tenantRoutes(): OpenAPIHono<AppEnv> {
       method: 'get',
       path: '/v1/tenant',
       summary: "The caller's tenant",
-      responses: { 200: { description: 'The tenant', content: { 'application/json': { schema: TenantSchema } } }, ...problemResponses(401) },
+      responses: {
+        200: { description: 'The tenant', content: { 'application/json': { schema: TenantSchema } } },
+        ...problemResponses(401),
+      },
     }),
     async (c) => {
       const t = await getTenant(c.var.deps.store, c.var.tenantId);
@@ -103,7 +122,12 @@ export function tenantRoutes(): OpenAPIHono<AppEnv> {
       path: '/v1/api-keys',
       summary: 'Create an API key (the key is shown once)',
       request: {
-        body: { required: true, content: { 'application/json': { schema: z.strictObject({ name: z.string().min(1).max(200), expiresAt: InstantSchema.optional() }) } } },
+        body: {
+          required: true,
+          content: {
+            'application/json': { schema: z.strictObject({ name: z.string().min(1).max(200), expiresAt: InstantSchema.optional() }) },
+          },
+        },
       },
       responses: {
         201: { description: 'The key', content: { 'application/json': { schema: ApiKeySchema.extend({ key: z.string() }) } } },
@@ -127,11 +151,24 @@ export function tenantRoutes(): OpenAPIHono<AppEnv> {
       method: 'get',
       path: '/v1/api-keys',
       summary: "The tenant's API keys, without secrets",
-      responses: { 200: { description: 'Keys', content: { 'application/json': { schema: z.object({ apiKeys: z.array(ApiKeySchema) }) } } }, ...problemResponses(401) },
+      responses: {
+        200: { description: 'Keys', content: { 'application/json': { schema: z.object({ apiKeys: z.array(ApiKeySchema) }) } } },
+        ...problemResponses(401),
+      },
     }),
     async (c) => {
       const keys = await listApiKeys(c.var.deps.store, c.var.tenantId);
-      return c.json({ apiKeys: keys.map((k) => ({ ...k, createdAt: k.createdAt.toISOString(), expiresAt: iso(k.expiresAt), lastUsedAt: iso(k.lastUsedAt) })) }, 200);
+      return c.json(
+        {
+          apiKeys: keys.map((k) => ({
+            ...k,
+            createdAt: k.createdAt.toISOString(),
+            expiresAt: iso(k.expiresAt),
+            lastUsedAt: iso(k.lastUsedAt),
+          })),
+        },
+        200,
+      );
     },
   );
 

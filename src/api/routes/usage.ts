@@ -14,7 +14,9 @@ const Count = z.number().int().min(0);
 /** The body of `GET /v1/usage` (store/usage.ts `Usage`; the console's `Usage` type). */
 export const UsageSchema = z
   .object({
-    from: z.string().openapi({ description: 'Start of the oldest day covered (midnight UTC), RFC 3339', example: '2026-11-11T00:00:00.000Z' }),
+    from: z
+      .string()
+      .openapi({ description: 'Start of the oldest day covered (midnight UTC), RFC 3339', example: '2026-11-11T00:00:00.000Z' }),
     to: z.string().openapi({ description: 'End of the span covered: now, RFC 3339 UTC', example: '2026-11-24T15:04:05.000Z' }),
     daily: z
       .array(
@@ -28,10 +30,9 @@ export const UsageSchema = z
         }),
       )
       .openapi({ description: 'Every day of the span, oldest first, zeros included; runs count on the UTC day they finished' }),
-    fireLagMs: z
-      .object({ p50: Count, p99: Count })
-      .nullable()
-      .openapi({ description: 'Percentiles of startedAt - scheduledFor (ms, at least 0) of the runs started in the last 24 h; null when none' }),
+    fireLagMs: z.object({ p50: Count, p99: Count }).nullable().openapi({
+      description: 'Percentiles of startedAt - scheduledFor (ms, at least 0) of the runs started in the last 24 h; null when none',
+    }),
     jobs: z.object({ active: Count, paused: Count }),
   })
   .openapi('Usage');

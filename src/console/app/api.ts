@@ -33,7 +33,10 @@ export function storedKey(): string | null {
 }
 /** Keeps `key` in this tab's sessionStorage, or forgets it (null) with everything else the console kept there. */
 export function storeKey(key: string | null): void {
-  if (key !== null) return sessionStorage.setItem(KEY_STORAGE, key);
+  if (key !== null) {
+    sessionStorage.setItem(KEY_STORAGE, key);
+    return;
+  }
   for (const name of Object.keys(sessionStorage)) if (name.startsWith('chime.console.')) sessionStorage.removeItem(name);
 }
 

@@ -8,4 +8,9 @@ import { setIcon } from './icon.ts';
 declare const SwaggerUIBundle: (options: Record<string, unknown>) => unknown;
 
 setIcon();
-(globalThis as { ui?: unknown }).ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', validatorUrl: null, deepLinking: true });
+(globalThis as { ui?: unknown }).ui = SwaggerUIBundle({
+  url: '/openapi.json',
+  dom_id: '#swagger-ui',
+  validatorUrl: null,
+  deepLinking: true,
+});

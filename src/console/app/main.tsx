@@ -5,19 +5,19 @@
 import 'uplot/dist/uPlot.min.css';
 import './console.css';
 import { render } from 'preact';
-import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { useEffect } from 'preact/hooks';
+import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { setIcon } from './icon.ts';
-import { SessionGate, useSession } from './session.tsx';
-import { JobsPage } from './pages/jobs.tsx';
+import { DeadLettersPage } from './pages/dead-letters.tsx';
 import { JobPage } from './pages/job.tsx';
 import { JobFormPage } from './pages/job-form.tsx';
-import { RunsPage } from './pages/runs.tsx';
-import { RunPage } from './pages/run.tsx';
-import { DeadLettersPage } from './pages/dead-letters.tsx';
+import { JobsPage } from './pages/jobs.tsx';
 import { KeysPage } from './pages/keys.tsx';
-import { UsagePage } from './pages/usage.tsx';
 import { NotFoundPage } from './pages/not-found.tsx';
+import { RunPage } from './pages/run.tsx';
+import { RunsPage } from './pages/runs.tsx';
+import { UsagePage } from './pages/usage.tsx';
+import { SessionGate, useSession } from './session.tsx';
 
 const NAV = [
   ['/console/jobs', 'Jobs'],

@@ -2,7 +2,7 @@
  * The signed-in session: the API key (sessionStorage), the tenant it belongs to, and `api()` bound to the key. Any
  * `401` signs the user out with the reason shown on the sign-in page (a revoked or expired key).
  */
-import { createContext, type ComponentChildren } from 'preact';
+import { type ComponentChildren, createContext } from 'preact';
 import { useCallback, useContext, useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiProblem, call, storedKey, storeKey } from './api.ts';
 import type { Tenant } from './types.ts';
@@ -78,7 +78,8 @@ export function SessionGate({ children }: { children: ComponentChildren }) {
         try {
           return await call<T>(key, method, path, body);
         } catch (err) {
-          if (err instanceof ApiProblem && err.status === 401) signOut('Signed out: this API key is no longer accepted (revoked or expired).');
+          if (err instanceof ApiProblem && err.status === 401)
+            signOut('Signed out: this API key is no longer accepted (revoked or expired).');
           throw err;
         }
       },
@@ -102,7 +103,17 @@ function SignIn({ onSubmit, message, busy }: { onSubmit: (key: string) => void; 
         }}
       >
         <label for="api-key">API key</label>
-        <input id="api-key" name="api-key" type="password" autocomplete="off" spellcheck={false} placeholder="chk_…" value={value} onInput={(e) => setValue(e.currentTarget.value)} required />
+        <input
+          id="api-key"
+          name="api-key"
+          type="password"
+          autocomplete="off"
+          spellcheck={false}
+          placeholder="chk_…"
+          value={value}
+          onInput={(e) => setValue(e.currentTarget.value)}
+          required
+        />
         <button type="submit" disabled={busy}>
           {busy ? 'Checking…' : 'Sign in'}
         </button>

@@ -3,9 +3,9 @@
  * nothing of zod reaches the browser bundle), so a change of the API is a type error here.
  */
 import type { z } from 'zod';
-import type { AttemptSchema, JobBodySchema, JobSchema, RunSchema, ScheduleSchema } from '../../api/schemas.ts';
 import type { ApiKeySchema, SigningSecretRotationSchema, TenantSchema } from '../../api/routes/tenants.ts';
 import type { UsageSchema } from '../../api/routes/usage.ts';
+import type { AttemptSchema, JobBodySchema, JobSchema, RunSchema, ScheduleSchema } from '../../api/schemas.ts';
 
 export type Job = z.infer<typeof JobSchema>;
 export type JobInput = z.input<typeof JobBodySchema>;

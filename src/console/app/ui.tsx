@@ -2,7 +2,7 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiProblem } from './api.ts';
-import { formatInZone, formatInstant, sameZone, viewerZone } from './zones.ts';
+import { formatInstant, formatInZone, sameZone, viewerZone } from './zones.ts';
 
 /**
  * The state of an async load: data once loaded, the error if it failed, `reload()` (shown as loading), and
@@ -12,7 +12,11 @@ export type Async<T> = { data: T | undefined; error: unknown; loading: boolean; 
 
 /** Runs `load` when `deps` change (and on `reload()` or `refresh()`), keeping the last data while a reload runs. */
 export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): Async<T> {
-  const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean }>({ data: undefined, error: null, loading: true });
+  const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean }>({
+    data: undefined,
+    error: null,
+    loading: true,
+  });
   const [tick, setTick] = useState(0);
   const current = useRef(0);
   const quiet = useRef(false);
@@ -24,7 +28,6 @@ export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): Async<T> {
       (data) => n === current.current && setState({ data, error: null, loading: false }),
       (error: unknown) => n === current.current && setState((s) => ({ data: s.data, error, loading: false })),
     );
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...deps, tick]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   const refresh = useCallback(() => {
@@ -46,7 +49,19 @@ export function ErrorNote({ error }: { error: unknown }) {
 }
 
 /** A form field: a label, the control, and the API's error about it, tied together for assistive technology. */
-export function Field({ id, label, error, hint, children }: { id: string; label: string; error?: string | undefined; hint?: string; children: ComponentChildren }) {
+export function Field({
+  id,
+  label,
+  error,
+  hint,
+  children,
+}: {
+  id: string;
+  label: string;
+  error?: string | undefined;
+  hint?: string;
+  children: ComponentChildren;
+}) {
   return (
     <div class={`field${error ? ' invalid' : ''}`}>
       <label for={id}>{label}</label>
@@ -110,7 +125,21 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
 }
 
 /** A button that asks "are you sure?" in place (no browser dialog) before `onConfirm`; `disabled` while another action runs. */
-export function ConfirmButton({ label, question, confirmLabel, onConfirm, danger, disabled }: { label: string; question: string; confirmLabel: string; onConfirm: () => void; danger?: boolean; disabled?: boolean }) {
+export function ConfirmButton({
+  label,
+  question,
+  confirmLabel,
+  onConfirm,
+  danger,
+  disabled,
+}: {
+  label: string;
+  question: string;
+  confirmLabel: string;
+  onConfirm: () => void;
+  danger?: boolean;
+  disabled?: boolean;
+}) {
   const [asking, setAsking] = useState(false);
   if (!asking) {
     return (
@@ -120,6 +149,7 @@ export function ConfirmButton({ label, question, confirmLabel, onConfirm, danger
     );
   }
   return (
+    // biome-ignore lint/a11y/useSemanticElements: inline in table rows and toolbars; a <fieldset> is a block with a default border and padding
     <span class="confirm" role="group" aria-label={question}>
       <span>{question}</span>
       <button
@@ -143,7 +173,10 @@ export function ConfirmButton({ label, question, confirmLabel, onConfirm, danger
  * Cursor pagination for a newest-first list: the cursors of the pages seen so far, so "Newer" goes back.
  * @returns the current cursor (undefined: first page) and the controls to render under the list
  */
-export function usePager(resetKey: string): { cursor: string | undefined; controls: (next: string | null | undefined) => ComponentChildren } {
+export function usePager(resetKey: string): {
+  cursor: string | undefined;
+  controls: (next: string | null | undefined) => ComponentChildren;
+} {
   const [stack, setStack] = useState<string[]>([]);
   useEffect(() => setStack([]), [resetKey]);
   const cursor = stack[stack.length - 1];

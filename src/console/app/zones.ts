@@ -70,7 +70,16 @@ const partFormats = new Map<string, Intl.DateTimeFormat>();
 function wallClock(ms: number, zone: string): number[] {
   let f = partFormats.get(zone);
   if (!f) {
-    f = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
     partFormats.set(zone, f);
   }
   const parts = Object.fromEntries(f.formatToParts(new Date(ms)).map((p) => [p.type, p.value]));
@@ -119,7 +128,14 @@ export function wallInputOf(iso: string | undefined | null, zone: string): strin
 export function isoOfWallInput(value: string, zone: string): string {
   const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(value.trim());
   if (!m) return '';
-  const [year, month, day, hour, minute, second] = m.slice(1).map((x) => Number(x ?? 0)) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = m.slice(1).map((x) => Number(x ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   return new Date(instantOfWallTime({ year, month, day, hour, minute, second, ms: 0 }, zone)).toISOString();
 }
 
@@ -134,7 +150,15 @@ export function formatInstant(iso: string, zone?: string): string {
 export function formatInstantShort(iso: string, zone?: string): string {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', timeZoneName: 'short', ...(zone ? { timeZone: zone } : {}) });
+  return d.toLocaleString(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: '2-digit',
+    timeZoneName: 'short',
+    ...(zone ? { timeZone: zone } : {}),
+  });
 }
 
 /** An instant on `zone`'s wall clock followed by the zone's IANA name: "Jan 5, 2026, 9:00:00 AM Europe/Paris". */

@@ -1,12 +1,13 @@
 /** What both drivers of the dispatch engine set up alike: the attempt's dependencies and the attempt metrics. */
+
+import type { AttemptOutcome } from '../../domain/attempt-outcome.ts';
+import type { ClaimedRun } from '../../domain/claimed-run.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { AttemptDeps } from '../attempt.ts';
 import type { Deliver } from '../deliver.ts';
+import type { EngineLogger } from '../engine/logger.ts';
 import type { Keyring } from '../keyring.ts';
 import type { DispatchMetrics } from '../metrics.ts';
-import type { EngineLogger } from '../engine/logger.ts';
-import type { ClaimedRun } from '../../domain/claimed-run.ts';
-import type { AttemptOutcome } from '../../domain/attempt-outcome.ts';
 
 /**
  * The dependencies of `performAttempt` for a driver: its clock, keyring and HTTP client, jitter from `random`

@@ -5,8 +5,9 @@
  * leases share the work, and a dead dispatcher's runs come back through the reaper after their leases expire.
  * A NOTIFY of a run due soon, a retry written and a reap wake the pacer; `stop()` drains (docs/design.md).
  */
-import { Registry } from 'prom-client';
+
 import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
 import type { Clock } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import type { Database } from '../../store/db.ts';
@@ -16,13 +17,13 @@ import { unclaimRuns } from '../../store/queue/renew-leases.ts';
 import { performAttempt } from '../attempt.ts';
 import { DISPATCHER_DEFAULTS, ENGINE_LIMITS, OUTCOME_WRITER_DEFAULTS } from '../defaults.ts';
 import type { Deliver } from '../deliver.ts';
-import type { Keyring } from '../keyring.ts';
-import { createDispatchMetrics, type DispatchMetrics } from '../metrics.ts';
-import { Wakeup } from '../engine/wakeup.ts';
 import { createClaimPacer } from '../engine/claim-pacer.ts';
 import { createLeaseKeeper } from '../engine/lease-keeper.ts';
 import { createOutcomeWriter } from '../engine/outcome-writer.ts';
 import { createRunQueue } from '../engine/run-queue.ts';
+import { Wakeup } from '../engine/wakeup.ts';
+import type { Keyring } from '../keyring.ts';
+import { createDispatchMetrics, type DispatchMetrics } from '../metrics.ts';
 import { attemptDepsFor, recordAttemptMetrics } from './common.ts';
 
 export type DispatcherOptions = {
@@ -100,14 +101,21 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     clock,
     // A backlog of one claim batch keeps a fast destination busy through the next claim's round trip; half the slots
     // at most, so others always have room.
-    options: { concurrency: o.concurrency, perDestination: o.perDestination, saturation: Math.max(o.perDestination, Math.min(o.batchSize, Math.floor(o.concurrency / 2))) },
+    options: {
+      concurrency: o.concurrency,
+      perDestination: o.perDestination,
+      saturation: Math.max(o.perDestination, Math.min(o.batchSize, Math.floor(o.concurrency / 2))),
+    },
     attempt: (run) => performAttempt(run, attemptDeps),
     onOutcome: (outcome, run) => {
       recordAttemptMetrics(metrics, run, outcome);
       writer.push(outcome);
     },
     onLateOutcome: (_, run) =>
-      logger.warn({ runId: run.runId, jobId: run.jobId, attempt: run.attempt }, 'attempt finished after its lease was released at shutdown; not recorded'),
+      logger.warn(
+        { runId: run.runId, jobId: run.jobId, attempt: run.attempt },
+        'attempt finished after its lease was released at shutdown; not recorded',
+      ),
   });
   const attemptDeps = attemptDepsFor(deps, logger, (run) => queue.isReleased(run.runId));
   const pacer = createClaimPacer({ db, clock, logger, wakeup, queue, options: o, observeClaim: (s) => metrics.claimDuration.observe(s) });

@@ -11,18 +11,18 @@
  * keep their leases, and the next reaper takes them back, as for a dispatcher that died.
  */
 import type { Clock } from '../../domain/clock.ts';
+import { Rotation } from '../../domain/fair-share.ts';
+import { SHARD_COUNT } from '../../domain/shard.ts';
 import type { Db } from '../../store/db.ts';
 import { nextDueAt } from '../../store/queue/due-backlog.ts';
-import { SHARD_COUNT } from '../../domain/shard.ts';
 import { performAttempt } from '../attempt.ts';
 import type { Deliver } from '../deliver.ts';
-import type { Keyring } from '../keyring.ts';
-import { Rotation } from '../../domain/fair-share.ts';
 import { claimBatch } from '../engine/claim-pacer.ts';
 import { reapOnce } from '../engine/lease-keeper.ts';
 import type { EngineLogger } from '../engine/logger.ts';
 import { createOutcomeWriter } from '../engine/outcome-writer.ts';
 import { createRunQueue } from '../engine/run-queue.ts';
+import type { Keyring } from '../keyring.ts';
 import { attemptDepsFor } from './common.ts';
 
 /**
@@ -87,7 +87,14 @@ export async function runTick(deps: TickDeps, limits: TickLimits): Promise<TickR
     db,
     clock,
     logger: log,
-    options: { owner: deps.owner, gatherMs: 0, batchSize: limits.concurrency, maxTries: FINISH_TRIES, backoffMinMs: FINISH_RETRY_MS, backoffMaxMs: 4 * FINISH_RETRY_MS },
+    options: {
+      owner: deps.owner,
+      gatherMs: 0,
+      batchSize: limits.concurrency,
+      maxTries: FINISH_TRIES,
+      backoffMinMs: FINISH_RETRY_MS,
+      backoffMaxMs: 4 * FINISH_RETRY_MS,
+    },
     onWritten: (_, recorded) => (report.recorded += recorded.size),
   });
   const attemptDeps = attemptDepsFor(deps, log);

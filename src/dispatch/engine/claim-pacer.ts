@@ -6,19 +6,20 @@
  * written, a reap), or `pollMs`. With a destination saturated it looks past its runs, at most every
  * SKIP_CLAIM_INTERVAL_MS. A failing claim (database down) is retried with backoff.
  */
+
+import type { ClaimedRun } from '../../domain/claimed-run.ts';
 import type { Clock } from '../../domain/clock.ts';
-import { Rotation, type BucketDue } from '../../domain/fair-share.ts';
+import { type BucketDue, Rotation } from '../../domain/fair-share.ts';
 import type { Db } from '../../store/db.ts';
 import { claimRuns } from '../../store/queue/claim-runs.ts';
 import { dueBuckets } from '../../store/queue/due-backlog.ts';
-import type { Wakeup } from './wakeup.ts';
-import type { EngineLogger } from './logger.ts';
-import type { RunQueue } from './run-queue.ts';
 import { backoffDelays } from './backoff.ts';
 import { claimWaitMs } from './claim-wait.ts';
-import type { ClaimedRun } from '../../domain/claimed-run.ts';
+import type { EngineLogger } from './logger.ts';
+import type { RunQueue } from './run-queue.ts';
+import type { Wakeup } from './wakeup.ts';
 
-export { claimWaitMs, CONTENDED_SLEEP_MS } from './claim-wait.ts';
+export { CONTENDED_SLEEP_MS, claimWaitMs } from './claim-wait.ts';
 
 export type ClaimPacerOptions = {
   owner: string;
@@ -77,7 +78,9 @@ export interface ClaimPacer {
  * @returns the runs claimed @throws the driver's error when every bucket tried failed (the database is down)
  */
 export async function claimBatch(
-  deps: Pick<ClaimPacerDeps, 'db' | 'clock' | 'logger' | 'observeClaim' | 'store'> & { options: Pick<ClaimPacerOptions, 'owner' | 'leaseMarginMs'> },
+  deps: Pick<ClaimPacerDeps, 'db' | 'clock' | 'logger' | 'observeClaim' | 'store'> & {
+    options: Pick<ClaimPacerOptions, 'owner' | 'leaseMarginMs'>;
+  },
   c: { limit: number; horizonMs: number; skipDestinations?: string[]; rotation: Rotation; buckets?: BucketDue[] },
 ): Promise<ClaimedRun[]> {
   const { db, clock, logger, options: o } = deps;
@@ -204,7 +207,8 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
         }
         const claimed = await claim(limit, o.lookaheadMs, skip);
         delays = backoffDelays(ERROR_BACKOFF_MIN_MS, ERROR_BACKOFF_MAX_MS);
-        if (skip.length > 0) skipInterval = claimed.length > 0 ? SKIP_CLAIM_INTERVAL_MS : Math.min(skipInterval * 2, SKIP_CLAIM_INTERVAL_MAX_MS);
+        if (skip.length > 0)
+          skipInterval = claimed.length > 0 ? SKIP_CLAIM_INTERVAL_MS : Math.min(skipInterval * 2, SKIP_CLAIM_INTERVAL_MAX_MS);
         if (claimed.length === limit || !running) continue;
         await sleepUntilDue(claimed.length > 0, skip.length > 0);
       } catch (err) {

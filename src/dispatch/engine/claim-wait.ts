@@ -13,7 +13,12 @@ export const CONTENDED_SLEEP_MS = 10;
  * (the last claim found nothing: other dispatchers hold the due runs), then after CONTENDED_SLEEP_MS. Never longer
  * than `pollMs`.
  */
-export function claimWaitMs(dueMs: number | null, nowMs: number, o: Pick<ClaimPacerOptions, 'lookaheadMs' | 'pollMs'>, claimIfDue: boolean): number {
+export function claimWaitMs(
+  dueMs: number | null,
+  nowMs: number,
+  o: Pick<ClaimPacerOptions, 'lookaheadMs' | 'pollMs'>,
+  claimIfDue: boolean,
+): number {
   if (dueMs === null) return o.pollMs;
   const gather = Math.floor(o.lookaheadMs / 5);
   const claimAt = dueMs - o.lookaheadMs;

@@ -6,12 +6,13 @@
  * not sent. Then expired leases of any dispatcher (one that died or stalled) are reaped: their runs go back to the
  * queue, or fail when at most once (docs/design.md, invariant 4).
  */
+
+import type { ClaimedRun } from '../../domain/claimed-run.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { Db } from '../../store/db.ts';
 import { reapExpiredLeases } from '../../store/queue/reap-leases.ts';
 import { renewLeases } from '../../store/queue/renew-leases.ts';
 import type { EngineLogger } from './logger.ts';
-import type { ClaimedRun } from '../../domain/claimed-run.ts';
 
 export type LeaseKeeperOptions = {
   owner: string;
@@ -68,7 +69,12 @@ export function createLeaseKeeper(deps: LeaseKeeperDeps): LeaseKeeper {
     const runs = deps.unsent();
     if (runs.length === 0) return;
     const now = clock.now();
-    const renewals = runs.map((r) => ({ shard: r.shard, runId: r.runId, attempt: r.attempt, leaseExpiresAtMs: now + r.callback.timeoutMs + o.leaseMarginMs }));
+    const renewals = runs.map((r) => ({
+      shard: r.shard,
+      runId: r.runId,
+      attempt: r.attempt,
+      leaseExpiresAtMs: now + r.callback.timeoutMs + o.leaseMarginMs,
+    }));
     // A bucket whose renewal failed (its Citus worker is down) keeps its runs: their leases are unknown, not lost.
     const failed = new Set<number>();
     try {
@@ -77,7 +83,8 @@ export function createLeaseKeeper(deps: LeaseKeeperDeps): LeaseKeeper {
         logger.error({ err, shard }, 'renewing the leases of queued runs failed in one bucket; the others were renewed');
       });
       // The run queue sends a run only within its lease as last extended.
-      for (const [i, r] of runs.entries()) if (held.has(r.runId)) r.leaseExpiresAtMs = Math.max(r.leaseExpiresAtMs, renewals[i]!.leaseExpiresAtMs);
+      for (const [i, r] of runs.entries())
+        if (held.has(r.runId)) r.leaseExpiresAtMs = Math.max(r.leaseExpiresAtMs, renewals[i]!.leaseExpiresAtMs);
       const lost = runs.filter((r) => !held.has(r.runId) && !failed.has(r.shard)).map((r) => r.runId);
       if (lost.length > 0) deps.release(lost);
     } catch (err) {

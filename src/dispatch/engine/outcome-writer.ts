@@ -1,6 +1,6 @@
 /**
  * Writes attempt outcomes (`finishRuns`, one transaction per bucket): outcomes that finish within `gatherMs` of each
- * other share a statement (while attempts are under way; with none, an outcome is written at once), a backlog is written `batchSize` at a time, and a bucket whose write fails (the database
+ * other share a statement (`idleGatherMs` when no attempt is under way), a backlog is written `batchSize` at a time, and a bucket whose write fails (the database
  * is down; or on Citus the worker holding that bucket) is parked: its outcomes, and those that come for it meanwhile,
  * are retried with backoff by a loop of its own while the other buckets' batches go on being written; forever
  * by default (a long-running dispatcher keeps its leases' outcomes until the database is back or the process dies),
@@ -12,18 +12,21 @@
  * excerpt and the error), or given up on. The others are recorded as usual (issue #28: one receiver's answer must
  * not stall its bucket, other tenants included).
  */
-import type { Clock } from '../../domain/clock.ts';
-import { isDataException, type Db } from '../../store/db.ts';
-import { finishRuns } from '../../store/queue/finish-runs.ts';
-import type { EngineLogger } from './logger.ts';
-import { backoffDelays } from './backoff.ts';
+
 import type { AttemptOutcome } from '../../domain/attempt-outcome.ts';
+import type { Clock } from '../../domain/clock.ts';
+import { type Db, isDataException } from '../../store/db.ts';
+import { finishRuns } from '../../store/queue/finish-runs.ts';
+import { backoffDelays } from './backoff.ts';
+import type { EngineLogger } from './logger.ts';
 
 export type OutcomeWriterOptions = {
   /** Lease owner whose leases the outcomes are written under. */
   owner: string;
-  /** How long outcomes gather before a write, in ms (0: write at once). */
+  /** How long outcomes gather before a write while attempts are under way, in ms (0: write at once). */
   gatherMs: number;
+  /** How long they gather when no attempt is under way (default `gatherMs`). */
+  idleGatherMs?: number;
   /** Most outcomes per write. */
   batchSize: number;
   /** Tries of one batch before giving up on it (Infinity: never give up). */
@@ -43,10 +46,10 @@ export type OutcomeWriterDeps = {
   /** Seconds each write took, for the metrics. */
   observeWrite?: (seconds: number) => void;
   /**
-   * How many attempts are under way whose outcomes will come (the run queue's in flight). Gathering waits for them only:
-   * with none under way an outcome is written at once, and a gathering ends when the last of them has come, so an
-   * outcome waits no longer than there is something to share its write with (a crash loses fewer results: each lost
-   * one is a run sent again). Default: always gather the full `gatherMs`.
+   * How many attempts are under way whose outcomes will come (the run queue's in flight). A gathering that starts with
+   * some under way waits `gatherMs` for them; with none, only `idleGatherMs`: an outcome waits no longer than there is
+   * something to share its write with (a crash loses fewer results, and each lost one is a run sent again), and steady
+   * traffic still shares writes. Default: always `gatherMs`.
    */
   inFlight?: () => number;
   /** The finish statement (default: `finishRuns`); injected in unit tests. */
@@ -90,8 +93,6 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
   /** Per bucket whose write failed: its outcomes, retried by that bucket's own loop while later batches go on. */
   const parked = new Map<number, Parked[]>();
   const retries = new Set<Promise<void>>();
-  /** Ends the gathering under way (its wait for more outcomes) early; null when none is. */
-  let gathering: AbortController | null = null;
   /** Set when flushAll's signal aborts: the parked buckets' loops give up instead of trying again. */
   let abandoned = false;
 
@@ -143,8 +144,16 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
       const item = items[0]!;
       const stripped = { ...item.outcome, responseBodyExcerpt: null, error: UNSTORABLE_TEXT_NOTE };
       const f = firstFailure(await tryWrite([{ outcome: stripped, tries: item.tries }]));
-      if (!f) logger.warn({ err: error, runId: stripped.runId }, 'an outcome was recorded without its response excerpt and error text, which could not be stored');
-      else if (isDataException(f.error)) logger.error({ err: f.error, runId: stripped.runId }, 'an outcome could not be stored; given up on (the reaper will take its run back)');
+      if (!f)
+        logger.warn(
+          { err: error, runId: stripped.runId },
+          'an outcome was recorded without its response excerpt and error text, which could not be stored',
+        );
+      else if (isDataException(f.error))
+        logger.error(
+          { err: f.error, runId: stripped.runId },
+          'an outcome could not be stored; given up on (the reaper will take its run back)',
+        );
       else return f;
       return null;
     }
@@ -153,7 +162,10 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
     for (const half of [items.slice(0, mid), items.slice(mid)]) {
       const f = firstFailure(await tryWrite(half));
       const still = f && isDataException(f.error) ? await isolate(half, f.error) : f;
-      if (still) left.items.push(...still.items), (left.error = still.error);
+      if (still) {
+        left.items.push(...still.items);
+        left.error = still.error;
+      }
     }
     return left.items.length > 0 ? left : null;
   }
@@ -167,7 +179,11 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
   /** Outcomes that failed `maxTries` writes are given up on (logged); returns the others. */
   function giveUpSpent(items: Parked[], error: unknown): Parked[] {
     const spent = items.filter((p) => p.tries >= o.maxTries);
-    if (spent.length > 0) logger.error({ err: error, runs: spent.map((p) => p.outcome.runId) }, 'recording outcomes failed; the reaper will take the runs back');
+    if (spent.length > 0)
+      logger.error(
+        { err: error, runs: spent.map((p) => p.outcome.runId) },
+        'recording outcomes failed; the reaper will take the runs back',
+      );
     return items.filter((p) => p.tries < o.maxTries);
   }
 
@@ -191,7 +207,10 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
   /** Parks a failing bucket's outcomes and starts its retry loop (with its own backoff). */
   function park(shard: number, items: Parked[], error: unknown): void {
     if (items.length === 0) return;
-    if (abandoned) return giveUpParked(shard, items);
+    if (abandoned) {
+      giveUpParked(shard, items);
+      return;
+    }
     parked.set(shard, items);
     const retry = retryParked(shard, error).finally(() => retries.delete(retry));
     retries.add(retry);
@@ -242,18 +261,14 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
     if (runs.length > 0) logger.error({ shard, runs }, 'stopping: outcomes not recorded; the reaper will take the runs back');
   }
 
-
   /**
    * One flush: after `gatherMs`, batch after batch while a backlog lasts (full batches); a trickle is left to gather
    * again, or steady traffic would be written one outcome per statement as it arrives.
    */
   function flush(): Promise<void> {
     flushing ??= (async () => {
-      if (o.gatherMs > 0 && (deps.inFlight?.() ?? 1) > 0) {
-        gathering = new AbortController();
-        await clock.sleep(o.gatherMs, gathering.signal);
-        gathering = null;
-      }
+      const gatherMs = (deps.inFlight?.() ?? 1) > 0 ? o.gatherMs : Math.min(o.gatherMs, o.idleGatherMs ?? o.gatherMs);
+      if (gatherMs > 0) await clock.sleep(gatherMs);
       do await write(pending.splice(0, o.batchSize));
       while (pending.length >= o.batchSize || (o.gatherMs === 0 && pending.length > 0));
       flushing = null;
@@ -270,8 +285,6 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
     },
     push(outcome) {
       pending.push(outcome);
-      // The last outcome the gathering waited for has come: write now.
-      if (gathering && (deps.inFlight?.() ?? 1) === 0) gathering.abort();
       void flush();
     },
     async flushAll(signal) {
@@ -287,7 +300,11 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
       }
       if (stop) {
         for (const shard of [...parked.keys()]) giveUpParked(shard);
-        if (pending.length + writing > 0) logger.error({ runs: pending.length + writing }, 'stopping: outcomes still being written were left; the reaper will take those not recorded back');
+        if (pending.length + writing > 0)
+          logger.error(
+            { runs: pending.length + writing },
+            'stopping: outcomes still being written were left; the reaper will take those not recorded back',
+          );
       }
     },
   };

@@ -6,11 +6,12 @@
  * not sent either. Every held run counts against the concurrency from its claim on, so claims never outrun what the queue
  * can send.
  */
+
+import type { AttemptOutcome } from '../../domain/attempt-outcome.ts';
+import type { ClaimedRun } from '../../domain/claimed-run.ts';
 import type { Clock } from '../../domain/clock.ts';
 import { destinationOf, destinationPatternOf } from '../../domain/destination.ts';
 import { Limiter } from '../limiter.ts';
-import type { ClaimedRun } from '../../domain/claimed-run.ts';
-import type { AttemptOutcome } from '../../domain/attempt-outcome.ts';
 
 export type RunQueueOptions = {
   /** Most runs held at once (waiting, queued and in flight). */
@@ -151,7 +152,9 @@ export function createRunQueue(deps: RunQueueDeps): RunQueue {
     unsent: () => [...entries.values()].filter((e) => (e.stage === 'waiting' || e.stage === 'queued') && !e.released).map((e) => e.run),
     inFlight: () => [...entries.values()].filter((e) => e.stage === 'in-flight').map((e) => e.run),
     saturatedDestinations: () =>
-      [...queuedByDestination.values()].filter((spellings) => queued(spellings) >= o.saturation).flatMap((spellings) => [...spellings.keys()]),
+      [...queuedByDestination.values()]
+        .filter((spellings) => queued(spellings) >= o.saturation)
+        .flatMap((spellings) => [...spellings.keys()]),
     release(runIds) {
       for (const id of runIds) {
         const entry = entries.get(id);

@@ -40,7 +40,7 @@ export async function inBucket<R>(shard: number, fn: () => Promise<R>, onBucketE
  */
 export async function eachBucket<T extends { shard: number }>(
   items: readonly T[],
-  fn: (shard: number, group: T[]) => Promise<Set<string> | void>,
+  fn: (shard: number, group: T[]) => Promise<Set<string> | undefined>,
   onBucketError?: (shard: number, err: unknown, group: T[]) => void,
 ): Promise<Set<string>> {
   const all = new Set<string>();

@@ -11,21 +11,29 @@
  */
 import { sql } from 'drizzle-orm';
 import { decideClaim } from '../../domain/claim-plan.ts';
-import { DESTINATION_PATTERN } from '../../domain/destination.ts';
 import type { ClaimedRun } from '../../domain/claimed-run.ts';
+import { DESTINATION_PATTERN } from '../../domain/destination.ts';
+import type { EventSeed } from '../../domain/events.ts';
+import { type BucketDue, type BucketShare, Rotation, shareClaim, shareLeftover } from '../../domain/fair-share.ts';
+import { newId } from '../../domain/ids.ts';
 import type { CallbackSpec } from '../../domain/job.ts';
 import type { RetryPolicy } from '../../domain/retry.ts';
 import type { Schedule } from '../../domain/schedule.ts';
 import { jitterOffsetMs } from '../../domain/schedule.ts';
-import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type CatchUpPolicy, type DeliveryMode, type OverlapPolicy, type RunTrigger } from '../../domain/states.ts';
-import { announceRun, pipelined, query, queryPlanned, type Db, type Executor, type PlannerSettings } from '../db.ts';
-import { newId } from '../../domain/ids.ts';
-import { runs } from '../schema.ts';
-import type { EventSeed } from '../../domain/events.ts';
+import {
+  type CatchUpPolicy,
+  type DeliveryMode,
+  JOB_STATUS,
+  type OverlapPolicy,
+  RUN_STATUS,
+  RUN_TRIGGER,
+  type RunTrigger,
+} from '../../domain/states.ts';
+import { announceRun, type Db, type Executor, type PlannerSettings, pipelined, queryPlanned } from '../db.ts';
 import { endpointsOfEvents, recordEvents } from '../notifications.ts';
-import { Rotation, shareClaim, shareLeftover, type BucketDue, type BucketShare } from '../../domain/fair-share.ts';
-import { dueBuckets } from './due-backlog.ts';
+import { runs } from '../schema.ts';
 import { inBucket, type OnBucketError } from './by-bucket.ts';
+import { dueBuckets } from './due-backlog.ts';
 
 type Row = {
   id: string;
@@ -104,7 +112,12 @@ function dueRuns(shard: number, horizonIso: string, limit: number, skip: string[
  * of one bucket by primary key, so hash and merge joins and bitmap scans are priced out too: short of statistics, the
  * planner took the bucket's condition for selective and read every job of the bucket into a hash for a claim's hundred.
  */
-export const CLAIM_PLAN: PlannerSettings = { enable_sort: 'off', enable_hashjoin: 'off', enable_mergejoin: 'off', enable_bitmapscan: 'off' };
+export const CLAIM_PLAN: PlannerSettings = {
+  enable_sort: 'off',
+  enable_hashjoin: 'off',
+  enable_mergejoin: 'off',
+  enable_bitmapscan: 'off',
+};
 
 /**
  * The claim statement (step 1 above) at `nowMs`: locks and leases up to `o.limit` due runs and returns them with their
@@ -266,7 +279,8 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
       () => endpointsOfEvents(tx, events),
       () => (ended.length > 0 ? endRuns(tx, o.shard, ended, now) : Promise.resolve()),
       () => (nextRuns.length > 0 ? tx.insert(runs).values(nextRuns).onConflictDoNothing() : Promise.resolve()),
-      () => (nextRuns.length > 0 ? announceRun(tx, Math.min(...nextRuns.map((n) => n.nextAttemptAt!.getTime())), o.nowMs) : Promise.resolve()),
+      () =>
+        nextRuns.length > 0 ? announceRun(tx, Math.min(...nextRuns.map((n) => n.nextAttemptAt!.getTime())), o.nowMs) : Promise.resolve(),
       () => (jobUpdates.length > 0 ? advanceJobs(tx, o.shard, jobUpdates) : Promise.resolve()),
     );
     // After the updates above, so the events show the runs ended and the jobs completed.

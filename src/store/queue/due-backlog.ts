@@ -6,8 +6,8 @@
  */
 import { sql } from 'drizzle-orm';
 import type { BucketDue } from '../../domain/fair-share.ts';
-import type { Db } from '../db.ts';
 import { acrossBuckets } from '../citus.ts';
+import type { Db } from '../db.ts';
 
 const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
 

@@ -8,11 +8,11 @@
  * Arrays travel as one jsonb parameter each, so a batch is a fixed number of statements whatever its size.
  */
 import { sql } from 'drizzle-orm';
-import { ERROR_CLASS, type AttemptOutcome } from '../../domain/attempt-outcome.ts';
+import { type AttemptOutcome, ERROR_CLASS } from '../../domain/attempt-outcome.ts';
 import { RUN_TRIGGER } from '../../domain/states.ts';
-import { queryPlanned, type Db, type PlannerSettings } from '../db.ts';
+import { type Db, type PlannerSettings, queryPlanned } from '../db.ts';
 import { eachBucket } from './by-bucket.ts';
-import { NEXT_FAILURES, REACHED, recordRunEnds, type FinishedRun } from './run-ends.ts';
+import { type FinishedRun, NEXT_FAILURES, REACHED, recordRunEnds } from './run-ends.ts';
 
 /**
  * The finish statement's planner settings: joins are hashed (or merged), never nested loops. The outcomes (a jsonb

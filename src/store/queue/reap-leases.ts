@@ -5,13 +5,13 @@
  * A run ended `failed` here is a failed run like any other: it counts toward its job's `pauseAfterFailures` and is
  * announced as `run.failed` (`countFailuresInARow` and `recordRunEnds`, shared with the finish), in the same transaction.
  */
-import { sql, type SQL } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
-import { query, type Db, type Executor } from '../db.ts';
-import { acrossBuckets } from '../citus.ts';
-import { eachBucket, inBucket, type OnBucketError } from './by-bucket.ts';
-import { countFailuresInARow, recordRunEnds, type EndedRun } from './run-ends.ts';
 import type { PausedReason } from '../../domain/events.ts';
+import { acrossBuckets } from '../citus.ts';
+import { type Db, type Executor, query } from '../db.ts';
+import { eachBucket, inBucket, type OnBucketError } from './by-bucket.ts';
+import { countFailuresInARow, type EndedRun, recordRunEnds } from './run-ends.ts';
 
 /** How often a dispatcher looks for expired leases, in ms. */
 export const REAP_INTERVAL_DEFAULT_MS = 5_000;
@@ -63,12 +63,7 @@ async function takeBack(tx: Executor, shard: number, nowMs: number, update: SQL,
  *   other buckets are reaped all the same. Without it, the first failure is thrown.
  * @returns how many runs were returned or failed
  */
-export async function reapExpiredLeases(
-  db: Db,
-  nowMs: number,
-  limit = REAP_BATCH_DEFAULT,
-  onBucketError?: OnBucketError,
-): Promise<number> {
+export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATCH_DEFAULT, onBucketError?: OnBucketError): Promise<number> {
   const now = new Date(nowMs).toISOString();
   const buckets = await acrossBuckets<{ shard: number }>(
     db,
@@ -111,7 +106,16 @@ export async function reapBucket(db: Db, shard: number, nowMs: number, limit: nu
  * would once their leases expired, but at once.
  */
 export async function releaseLeases(db: Db, owner: string, held: { shard: number; runId: string }[], nowMs: number): Promise<void> {
-  await eachBucket(held, (shard, group) => releaseBucket(db, owner, shard, group.map((h) => h.runId), nowMs));
+  await eachBucket(held, async (shard, group) => {
+    await releaseBucket(
+      db,
+      owner,
+      shard,
+      group.map((h) => h.runId),
+      nowMs,
+    );
+    return undefined; // no ids: nothing is collected from a release
+  });
 }
 
 async function releaseBucket(db: Db, owner: string, shard: number, runIds: string[], nowMs: number): Promise<void> {

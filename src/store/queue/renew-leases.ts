@@ -5,7 +5,7 @@
  * (a second request at least once; a wrong "ambiguous" failure at most once) before it was even sent.
  */
 import { sql } from 'drizzle-orm';
-import { query, type Db } from '../db.ts';
+import { type Db, query } from '../db.ts';
 import { eachBucket, type OnBucketError } from './by-bucket.ts';
 
 /** One lease to extend: the run, the attempt that claimed it, and the new expiry (epoch ms). */
@@ -19,12 +19,7 @@ export type LeaseRenewal = { shard: number; runId: string; attempt: number; leas
  *   lost). Without it, the first failure is thrown.
  * @returns the ids of the runs whose lease is still held (the others were reaped or released: do not send them)
  */
-export function renewLeases(
-  db: Db,
-  owner: string,
-  renewals: LeaseRenewal[],
-  onBucketError?: OnBucketError,
-): Promise<Set<string>> {
+export function renewLeases(db: Db, owner: string, renewals: LeaseRenewal[], onBucketError?: OnBucketError): Promise<Set<string>> {
   return eachBucket(renewals, (shard, group) => renewBucket(db, owner, shard, group), onBucketError);
 }
 
@@ -48,11 +43,22 @@ async function renewBucket(db: Db, owner: string, shard: number, renewals: Lease
  * dispatcher sends it as if this one had never claimed it (at-most-once runs included: nothing left).
  * @returns the ids of the runs given back (the others' leases were no longer held)
  */
-export function unclaimRuns(db: Db, owner: string, claims: { shard: number; runId: string; attempt: number }[], nowMs: number): Promise<Set<string>> {
+export function unclaimRuns(
+  db: Db,
+  owner: string,
+  claims: { shard: number; runId: string; attempt: number }[],
+  nowMs: number,
+): Promise<Set<string>> {
   return eachBucket(claims, (shard, group) => unclaimBucket(db, owner, shard, group, nowMs));
 }
 
-async function unclaimBucket(db: Db, owner: string, shard: number, claims: { runId: string; attempt: number }[], nowMs: number): Promise<Set<string>> {
+async function unclaimBucket(
+  db: Db,
+  owner: string,
+  shard: number,
+  claims: { runId: string; attempt: number }[],
+  nowMs: number,
+): Promise<Set<string>> {
   const rows = JSON.stringify(claims.map((c) => ({ id: c.runId, attempt: c.attempt })));
   const back = await query<{ id: string }>(
     db,

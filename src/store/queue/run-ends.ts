@@ -4,9 +4,9 @@
  * events of it all, in the caller's transaction on one bucket (docs/design.md invariants 10 and 11).
  */
 import { sql } from 'drizzle-orm';
-import { PAUSED_REASON, type EventSeed, type PausedReason } from '../../domain/events.ts';
+import { type EventSeed, PAUSED_REASON, type PausedReason } from '../../domain/events.ts';
 import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
-import { queryPlanned, type Executor, type PlannerSettings } from '../db.ts';
+import { type Executor, type PlannerSettings, queryPlanned } from '../db.ts';
 import { pauseJobs } from '../job-lifecycle.ts';
 import { recordEvents } from '../notifications.ts';
 
@@ -55,7 +55,8 @@ export async function countFailuresInARow(tx: Executor, shard: number, ended: re
 }
 
 /** The failures-in-a-row rule over `jobs j` and a tally row `alias` (failed int, reset boolean): a failure adds one, a success alone resets. */
-export const NEXT_FAILURES = (alias: 't' | 'v') => sql.raw(`case when ${alias}.reset and ${alias}.failed = 0 then 0 else j.consecutive_failures + ${alias}.failed end`);
+export const NEXT_FAILURES = (alias: 't' | 'v') =>
+  sql.raw(`case when ${alias}.reset and ${alias}.failed = 0 then 0 else j.consecutive_failures + ${alias}.failed end`);
 
 /** Whether an updated job row has reached its `pauseAfterFailures` (SQL over `jobs j`). */
 export const REACHED = sql`(j.status = 'active' and j.pause_after_failures > 0 and j.consecutive_failures >= j.pause_after_failures)`;
@@ -94,7 +95,13 @@ export async function recordRunEnds(
     if (h.status === RUN_STATUS.expired) events.push({ type: 'run.expired', tenantId: h.tenant_id, jobId: h.job_id, runId: h.id });
   }
   if (pauses.size > 0) {
-    const paused = await pauseJobs(tx, shard, [...pauses].map(([id, reason]) => ({ id, reason })), nowMs, RUN_ENDS_PLAN);
+    const paused = await pauseJobs(
+      tx,
+      shard,
+      [...pauses].map(([id, reason]) => ({ id, reason })),
+      nowMs,
+      RUN_ENDS_PLAN,
+    );
     for (const p of paused) events.push({ type: 'job.paused', tenantId: p.tenant_id, jobId: p.id, reason: p.paused_reason ?? undefined });
   }
   await recordEvents(tx, events, nowMs);

@@ -14,10 +14,10 @@
  * Env: BENCH_DATABASE_URL, BENCH_CALLBACK_URL, BENCH_QUEUE, BENCH_TUNED (1|0), BENCH_SAME_WORK (1|0).
  */
 import { PgBoss } from 'pg-boss';
-import { createPoster, type BenchPayload } from './post.ts';
+import { endProcess } from '../end-process.ts';
+import { type BenchPayload, createPoster } from './post.ts';
 import { createSameWork, type Execute } from './same-work.ts';
 import { PGBOSS_TUNING } from './tuning.ts';
-import { endProcess } from '../end-process.ts';
 
 const url = process.env.BENCH_DATABASE_URL!;
 const callbackUrl = process.env.BENCH_CALLBACK_URL!;

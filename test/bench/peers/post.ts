@@ -35,7 +35,14 @@ export function createAgent(): Agent {
  * `bench-scheduled-for`) and `headers`, and reads the answer to the end so the connection is reused.
  * @returns the HTTP status @throws undici's error when the request fails or takes over TIMEOUT_MS
  */
-export async function postJson(agent: Agent, url: string, id: string, payload: BenchPayload, body: string, headers: Record<string, string> = {}): Promise<number> {
+export async function postJson(
+  agent: Agent,
+  url: string,
+  id: string,
+  payload: BenchPayload,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<number> {
   const u = new URL(url);
   const res = await agent.request({
     origin: u.origin,

@@ -17,9 +17,9 @@
  * The HTTP client is the raw peers' (peers/post.ts); the `bench-id` and `bench-scheduled-for` headers stay, for the
  * receiver's lag figures. A failed attempt is recorded with its error, then thrown, so the queue retries it as before.
  */
-import { createHash, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
+import { createHash, generateKeyPairSync, type KeyObject, randomUUID, sign } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { createAgent, postJson, type BenchPayload } from './post.ts';
+import { type BenchPayload, createAgent, postJson } from './post.ts';
 
 /** The fixed Standard Webhooks secret of the same-work peers (`whsec_` + base64 of 32 bytes). */
 export const SAMEWORK_SECRET = `whsec_${Buffer.from('chime-bench-same-work-peer-secret').subarray(0, 32).toString('base64')}`;

@@ -3,19 +3,20 @@
  * `--role api` process for registration (the per-tenant rate limit lifted so that one tenant can load the runs) and a
  * `--role dispatcher` process with Chime's defaults, on a fresh PostgreSQL database.
  */
+
+import { request } from 'undici';
 import { freePort } from '../../support/chime-process.ts';
 import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
-import { request } from 'undici';
-import { CHIME_CLI, spawnNode, type NodeProcess } from './process.ts';
+import { CHIME_CLI, type NodeProcess, spawnNode } from './process.ts';
 import {
   BATCH_SIZE,
-  FUTURE_CHUNK,
-  FUTURE_OFFSET_MS,
-  HORIZON_MS,
   type BenchContext,
   type BenchSystem,
   type EnqueueOptions,
   type EnqueueResult,
+  FUTURE_CHUNK,
+  FUTURE_OFFSET_MS,
+  HORIZON_MS,
   type SystemSpec,
   type Tally,
 } from './types.ts';
@@ -108,7 +109,10 @@ export class ChimeSystem implements BenchSystem {
     const deadline = Date.now() + 60_000;
     for (;;) {
       if (this.api.exited()) throw new Error(`chime api exited: ${this.api.output()}`);
-      const ok = await fetch(`${this.apiUrl}/readyz`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${this.apiUrl}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       if (Date.now() > deadline) throw new Error(`chime api not ready within 60 s: ${this.api.output()}`);
       await sleep(100);
@@ -215,32 +219,53 @@ export class ChimeSystem implements BenchSystem {
     const at = `(to_timestamp(${base / 1000}) + g * interval '1 second')`;
     // Tenants 1..N, copies of the bench tenant; future job g belongs to tenant 1 + (g - 1) / FUTURE_JOBS_PER_TENANT.
     const tenants = Math.ceil(count / FUTURE_JOBS_PER_TENANT);
-    const cloned = await cloneRows(this.sql, { schema: 'public', name: 'tenants' }, `t.id = '${this.tenantId}'`, {
-      shard: `chime_shard_of(md5('t' || g)::uuid)`,
-      id: `md5('t' || g)::uuid`,
-      name: `'future-' || g`,
-    }, 1, tenants);
+    const cloned = await cloneRows(
+      this.sql,
+      { schema: 'public', name: 'tenants' },
+      `t.id = '${this.tenantId}'`,
+      {
+        shard: `chime_shard_of(md5('t' || g)::uuid)`,
+        id: `md5('t' || g)::uuid`,
+        name: `'future-' || g`,
+      },
+      1,
+      tenants,
+    );
     if (cloned !== tenants) throw new Error(`copied the bench tenant ${cloned} times, not ${tenants}: no tenant ${this.tenantId}`);
     const tenantOf = `md5('t' || (1 + (g - 1) / ${FUTURE_JOBS_PER_TENANT}))::uuid`;
     for (let from = 1; from <= count; from += FUTURE_CHUNK) {
       const to = Math.min(count, from + FUTURE_CHUNK - 1);
-      await cloneRows(this.sql, { schema: 'public', name: 'jobs' }, `t.id = '${jobId}'`, {
-        shard: `chime_shard_of(${tenantOf})`,
-        id: `md5('j' || g)::uuid`,
-        tenant_id: tenantOf,
-        next_run_at: at,
-        created_at: 'now()',
-        updated_at: 'now()',
-      }, from, to);
-      await cloneRows(this.sql, { schema: 'public', name: 'runs' }, `t.job_id = '${jobId}'`, {
-        shard: `chime_shard_of(${tenantOf})`,
-        id: `md5('r' || g)::uuid`,
-        tenant_id: tenantOf,
-        job_id: `md5('j' || g)::uuid`,
-        scheduled_for: at,
-        next_attempt_at: at,
-        created_at: 'now()',
-      }, from, to);
+      await cloneRows(
+        this.sql,
+        { schema: 'public', name: 'jobs' },
+        `t.id = '${jobId}'`,
+        {
+          shard: `chime_shard_of(${tenantOf})`,
+          id: `md5('j' || g)::uuid`,
+          tenant_id: tenantOf,
+          next_run_at: at,
+          created_at: 'now()',
+          updated_at: 'now()',
+        },
+        from,
+        to,
+      );
+      await cloneRows(
+        this.sql,
+        { schema: 'public', name: 'runs' },
+        `t.job_id = '${jobId}'`,
+        {
+          shard: `chime_shard_of(${tenantOf})`,
+          id: `md5('r' || g)::uuid`,
+          tenant_id: tenantOf,
+          job_id: `md5('j' || g)::uuid`,
+          scheduled_for: at,
+          next_attempt_at: at,
+          created_at: 'now()',
+        },
+        from,
+        to,
+      );
       this.ctx.log(`  chime: ${to.toLocaleString('en')} future runs`);
     }
     await this.sql.unsafe('vacuum analyze jobs, runs');

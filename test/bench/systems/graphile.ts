@@ -9,8 +9,19 @@ import { makeWorkerUtils, runMigrations, type WorkerUtils } from 'graphile-worke
 import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
 import { payload } from '../peers/post.ts';
 import { installHistory, withHistory } from './history.ts';
-import { builtPeer, spawnNode, type NodeProcess } from './process.ts';
-import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchContext, type BenchSystem, type EnqueueOptions, type EnqueueResult, type SystemSpec, type Tally } from './types.ts';
+import { builtPeer, type NodeProcess, spawnNode } from './process.ts';
+import {
+  BATCH_SIZE,
+  type BenchContext,
+  type BenchSystem,
+  type EnqueueOptions,
+  type EnqueueResult,
+  FUTURE_CHUNK,
+  FUTURE_OFFSET_MS,
+  HORIZON_MS,
+  type SystemSpec,
+  type Tally,
+} from './types.ts';
 
 /** The worker process's script (bundled before the run by `buildSystems`). */
 export const GRAPHILE_WORKER_SCRIPT = 'test/bench/peers/graphile-worker.ts';
@@ -118,15 +129,26 @@ export class GraphileSystem implements BenchSystem {
   async addFutureRows(count: number): Promise<void> {
     if (count <= 0) return;
     const base = Date.now() + FUTURE_OFFSET_MS;
-    const tpl = await this.workerUtils.addJob(GRAPHILE_TASK, { n: -1, scheduledFor: new Date(base).toISOString() }, { runAt: new Date(base) });
+    const tpl = await this.workerUtils.addJob(
+      GRAPHILE_TASK,
+      { n: -1, scheduledFor: new Date(base).toISOString() },
+      { runAt: new Date(base) },
+    );
     const at = `(to_timestamp(${base / 1000}) + g * interval '1 second')`;
     for (let from = 1; from <= count; from += FUTURE_CHUNK) {
       const to = Math.min(count, from + FUTURE_CHUNK - 1);
-      await cloneRows(this.sql, { schema: 'graphile_worker', name: '_private_jobs' }, `t.id = ${tpl.id}`, {
-        run_at: at,
-        created_at: 'now()',
-        updated_at: 'now()',
-      }, from, to);
+      await cloneRows(
+        this.sql,
+        { schema: 'graphile_worker', name: '_private_jobs' },
+        `t.id = ${tpl.id}`,
+        {
+          run_at: at,
+          created_at: 'now()',
+          updated_at: 'now()',
+        },
+        from,
+        to,
+      );
       this.ctx.log(`  ${this.spec.id}: ${to.toLocaleString('en')} future jobs`);
     }
     await this.sql.unsafe('vacuum analyze graphile_worker._private_jobs');

@@ -27,8 +27,10 @@ export async function withHistory(sql: Sql, queue: Tally): Promise<Tally> {
      from public.${HISTORY_TABLE}`,
   );
   const notes = [...(queue.notes ?? [])];
-  if (row!.succeeded < queue.completed) notes.push(`${queue.completed - row!.succeeded} jobs done without a successful attempt row in ${HISTORY_TABLE}`);
+  if (row!.succeeded < queue.completed)
+    notes.push(`${queue.completed - row!.succeeded} jobs done without a successful attempt row in ${HISTORY_TABLE}`);
   const attempts = queue.completed + queue.failed + (queue.retries ?? 0);
-  if (queue.retries !== null && row!.rows < attempts) notes.push(`${HISTORY_TABLE} holds ${row!.rows} attempt rows for ${attempts} attempts`);
+  if (queue.retries !== null && row!.rows < attempts)
+    notes.push(`${HISTORY_TABLE} holds ${row!.rows} attempt rows for ${attempts} attempts`);
   return { ...queue, completed: Math.min(queue.completed, row!.succeeded), notes };
 }

@@ -10,8 +10,19 @@ import { PgBoss } from 'pg-boss';
 import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
 import { payload } from '../peers/post.ts';
 import { installHistory, withHistory } from './history.ts';
-import { builtPeer, spawnNode, type NodeProcess } from './process.ts';
-import { BATCH_SIZE, FUTURE_CHUNK, FUTURE_OFFSET_MS, HORIZON_MS, type BenchContext, type BenchSystem, type EnqueueOptions, type EnqueueResult, type SystemSpec, type Tally } from './types.ts';
+import { builtPeer, type NodeProcess, spawnNode } from './process.ts';
+import {
+  BATCH_SIZE,
+  type BenchContext,
+  type BenchSystem,
+  type EnqueueOptions,
+  type EnqueueResult,
+  FUTURE_CHUNK,
+  FUTURE_OFFSET_MS,
+  HORIZON_MS,
+  type SystemSpec,
+  type Tally,
+} from './types.ts';
 
 /** The worker process's script (bundled before the run by `buildSystems`). */
 export const PGBOSS_WORKER_SCRIPT = 'test/bench/peers/pgboss-worker.ts';
@@ -139,11 +150,18 @@ export class PgBossSystem implements BenchSystem {
     const at = `(to_timestamp(${base / 1000}) + g * interval '1 second')`;
     for (let from = 1; from <= count; from += FUTURE_CHUNK) {
       const to = Math.min(count, from + FUTURE_CHUNK - 1);
-      await cloneRows(this.sql, { schema: 'pgboss', name: 'job' }, `t.name = '${PGBOSS_QUEUE}' and t.id = '${tplId}'`, {
-        id: `('0' || substr(md5('p' || g), 2))::uuid`,
-        start_after: at,
-        created_on: 'now()',
-      }, from, to);
+      await cloneRows(
+        this.sql,
+        { schema: 'pgboss', name: 'job' },
+        `t.name = '${PGBOSS_QUEUE}' and t.id = '${tplId}'`,
+        {
+          id: `('0' || substr(md5('p' || g), 2))::uuid`,
+          start_after: at,
+          created_on: 'now()',
+        },
+        from,
+        to,
+      );
       this.ctx.log(`  ${this.spec.id}: ${to.toLocaleString('en')} future jobs`);
     }
     await this.sql.unsafe('vacuum analyze pgboss.job');

@@ -5,7 +5,7 @@
  * `npm run build` makes it (what `npm start` runs), the peers' worker scripts bundled by esbuild the same way; no
  * TypeScript loader (its thread, ~40 MB and start-up CPU) sits in any measured process.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { basename } from 'node:path';
 import { build } from 'esbuild';
 import { buildChime, CHIME_CLI } from '../../support/build.ts';

@@ -13,8 +13,8 @@ import { cpuDelta, cpuSeconds, cpuSecondsOf, peakRssMiB } from '../proc-stats.ts
 import type { BenchReceiver, ReceiverStats } from '../receiver.ts';
 import type { LagSummary } from '../stats.ts';
 import type { BenchSystem } from '../systems/types.ts';
-import type { BenchResult } from './types.ts';
 import type { WorkloadId } from './plan.ts';
+import type { BenchResult } from './types.ts';
 
 /** How often the receiver and the database are polled while a workload runs, in ms. */
 export const POLL_MS = 100;

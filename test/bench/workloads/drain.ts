@@ -6,7 +6,7 @@ import { cpuSecondsOf } from '../proc-stats.ts';
 import type { BenchReceiver } from '../receiver.ts';
 import { withSystem } from '../systems/index.ts';
 import type { BenchContext, BenchSystem, EnqueueResult, SystemSpec } from '../systems/types.ts';
-import { callbacksPerSecond, deliveryResult, watchDelivery, type Delivery } from './common.ts';
+import { callbacksPerSecond, type Delivery, deliveryResult, watchDelivery } from './common.ts';
 import { capFor, type Plan } from './plan.ts';
 import type { BenchResult } from './types.ts';
 
@@ -25,7 +25,9 @@ export async function backlogDrain(
   await deps.receiver.reset(o.delayMs);
   const now = Date.now();
   const enqueue = await sys.enqueue(new Array<number>(o.n).fill(now));
-  deps.ctx.log(`  ${sys.spec.id}: registered ${o.n.toLocaleString('en')} runs at ${Math.round(enqueue.jobsPerSecond).toLocaleString('en')}/s`);
+  deps.ctx.log(
+    `  ${sys.spec.id}: registered ${o.n.toLocaleString('en')} runs at ${Math.round(enqueue.jobsPerSecond).toLocaleString('en')}/s`,
+  );
   const dbBefore = cpuSecondsOf(await sys.backendPids());
   const spawnedAt = Date.now();
   await sys.startWorker((pid) => deps.receiver.watch([pid]));

@@ -21,7 +21,7 @@ import type { TagStats } from '../receiver.ts';
 import { ChimeSystem, type ChimeTenant } from '../systems/chime.ts';
 import { withSystem } from '../systems/index.ts';
 import type { BenchSystem, SystemSpec } from '../systems/types.ts';
-import { deliveryResult, watchDelivery, type Delivery } from './common.ts';
+import { type Delivery, deliveryResult, watchDelivery } from './common.ts';
 import type { WorkloadDeps } from './drain.ts';
 import { capFor, type NoisyPlan } from './plan.ts';
 import type { BenchResult } from './types.ts';
@@ -92,7 +92,9 @@ async function round(sys: BenchSystem, deps: WorkloadDeps, o: { aUrls: string[];
 
   const now = Date.now();
   const enqueue = await sys.enqueue(new Array<number>(p.aN).fill(now), { callbackUrls: o.aUrls });
-  ctx.log(`  ${sys.spec.id}: registered A's ${p.aN.toLocaleString('en')} runs over ${o.aUrls.length} destinations at ${Math.round(enqueue.jobsPerSecond).toLocaleString('en')}/s`);
+  ctx.log(
+    `  ${sys.spec.id}: registered A's ${p.aN.toLocaleString('en')} runs over ${o.aUrls.length} destinations at ${Math.round(enqueue.jobsPerSecond).toLocaleString('en')}/s`,
+  );
   const dbBefore = cpuSecondsOf(await sys.backendPids());
   const spawnedAt = Date.now();
   await sys.startWorker((pid) => receiver.watch([pid]));
@@ -139,7 +141,8 @@ export async function noisy(spec: SystemSpec, deps: WorkloadDeps): Promise<Bench
     const bAfterDrain = aLastAt === null ? null : r.bDue.filter((t) => t > aLastAt).length;
     const notes = [...r.notes];
     const aDone = (r.a?.unique ?? 0) >= p.aN;
-    if (bAfterDrain && aDone) notes.push(`${bAfterDrain} of B's ${r.bDue.length} runs fell due after A's last callback: A drained faster than the plan expects`);
+    if (bAfterDrain && aDone)
+      notes.push(`${bAfterDrain} of B's ${r.bDue.length} runs fell due after A's last callback: A drained faster than the plan expects`);
     if ((r.b?.unique ?? 0) < r.bDue.length) notes.push(`B: ${r.b?.unique ?? 0}/${r.bDue.length} delivered`);
     if (!aDone) notes.push(`A: ${r.a?.unique ?? 0}/${p.aN} delivered`);
     if (alone && !alone.ok) notes.push(`A alone did not complete${alone.notes.length ? `: ${alone.notes.join('; ')}` : ''}`);

@@ -9,11 +9,11 @@
 import autocannon from 'autocannon';
 import { cpuSeconds } from '../proc-stats.ts';
 import { percentile } from '../stats.ts';
-import { chimeJobBody, ChimeSystem } from '../systems/chime.ts';
-import { GRAPHILE_TASK, GraphileSystem } from '../systems/graphile.ts';
+import { ChimeSystem, chimeJobBody } from '../systems/chime.ts';
+import { GRAPHILE_TASK, type GraphileSystem } from '../systems/graphile.ts';
 import { withSystem } from '../systems/index.ts';
 import { PGBOSS_QUEUE, PgBossSystem } from '../systems/pgboss.ts';
-import { BATCH_SIZE, FUTURE_OFFSET_MS, type BenchSystem, type SystemSpec } from '../systems/types.ts';
+import { BATCH_SIZE, type BenchSystem, FUTURE_OFFSET_MS, type SystemSpec } from '../systems/types.ts';
 import type { WorkloadDeps } from './drain.ts';
 import type { BenchResult } from './types.ts';
 
@@ -104,7 +104,9 @@ async function measure(sys: BenchSystem, deps: WorkloadDeps): Promise<BenchResul
     errors++;
     notes.push(`batch registration failed: ${String(err)}`);
   }
-  deps.ctx.log(`  ${sys.spec.id}: ${Math.round(figures.singleRequestsPerSecond ?? 0)} single/s, ${Math.round(figures.batchJobsPerSecond ?? 0)} jobs/s in batches`);
+  deps.ctx.log(
+    `  ${sys.spec.id}: ${Math.round(figures.singleRequestsPerSecond ?? 0)} single/s, ${Math.round(figures.batchJobsPerSecond ?? 0)} jobs/s in batches`,
+  );
   return {
     system: sys.spec.id,
     workload: 'registration',

@@ -8,8 +8,8 @@
  * result, since its lags are then not clean.
  */
 import { cpuSecondsOf } from '../proc-stats.ts';
-import { BATCH_SIZE, FUTURE_OFFSET_MS, type BenchSystem } from '../systems/types.ts';
-import { watchDelivery, type Delivery } from './common.ts';
+import { BATCH_SIZE, type BenchSystem, FUTURE_OFFSET_MS } from '../systems/types.ts';
+import { type Delivery, watchDelivery } from './common.ts';
 import type { WorkloadDeps } from './drain.ts';
 import { capFor } from './plan.ts';
 
@@ -23,7 +23,12 @@ export type Scheduled = { delivery: Delivery; t0: number; lastDue: number; enque
  * cap passes after the last due time.
  * @param offsetsMs ascending offsets from the first due time, in ms
  */
-export async function scheduledDelivery(sys: BenchSystem, deps: WorkloadDeps, offsetsMs: readonly number[], minLeadMs: number): Promise<Scheduled> {
+export async function scheduledDelivery(
+  sys: BenchSystem,
+  deps: WorkloadDeps,
+  offsetsMs: readonly number[],
+  minLeadMs: number,
+): Promise<Scheduled> {
   const { receiver, ctx } = deps;
   const n = offsetsMs.length;
   const notes: string[] = [];
@@ -36,7 +41,9 @@ export async function scheduledDelivery(sys: BenchSystem, deps: WorkloadDeps, of
   const enqueue = await sys.enqueue(due);
   const late = Date.now() - t0;
   if (late > 0) notes.push(`registration ended ${late} ms after the first run was due: lags include registration load`);
-  ctx.log(`  ${sys.spec.id}: registered ${n.toLocaleString('en')} runs at ${Math.round(enqueue.jobsPerSecond).toLocaleString('en')}/s; first due in ${Math.max(0, -late)} ms`);
+  ctx.log(
+    `  ${sys.spec.id}: registered ${n.toLocaleString('en')} runs at ${Math.round(enqueue.jobsPerSecond).toLocaleString('en')}/s; first due in ${Math.max(0, -late)} ms`,
+  );
   const dbBefore = cpuSecondsOf(await sys.backendPids());
   const lastDue = due[n - 1]!;
   const delivery = await watchDelivery(sys, receiver, { n, deadline: lastDue + capFor(deps.plan, sys.spec), dbBefore, log: ctx.log });

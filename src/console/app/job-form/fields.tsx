@@ -3,7 +3,7 @@
  * label, hint and error for assistive technology; they read and write the form through `FormApi`.
  */
 import { Field } from '../ui.tsx';
-import { LABELS, type Errors, type FieldName, type FormState, type TextName } from './form-model.ts';
+import { type Errors, type FieldName, type FormState, LABELS, type TextName } from './form-model.ts';
 
 /** The form as its controls see it: the values, the messages by field, and the setter. */
 export type FormApi = {
@@ -23,11 +23,34 @@ function controlAttrs(f: FormApi, name: FieldName) {
 }
 
 /** What a text field may set besides its value (the attributes the form uses). */
-type InputAttrs = { inputMode?: 'decimal' | 'numeric' | 'url'; placeholder?: string; maxLength?: number; autocomplete?: string; spellcheck?: boolean };
+type InputAttrs = {
+  inputMode?: 'decimal' | 'numeric' | 'url';
+  placeholder?: string;
+  maxLength?: number;
+  autocomplete?: string;
+  spellcheck?: boolean;
+};
 
 /** A one-line text input (`url`: of type url, for a URL). */
-export function TextField({ f, name, hint, attrs = {}, url }: { f: FormApi; name: TextName; hint?: string | undefined; attrs?: InputAttrs; url?: boolean }) {
-  const common = { ...attrs, ...controlAttrs(f, name), value: f.state[name], onInput: (e: { currentTarget: HTMLInputElement }) => f.set(name, e.currentTarget.value) };
+export function TextField({
+  f,
+  name,
+  hint,
+  attrs = {},
+  url,
+}: {
+  f: FormApi;
+  name: TextName;
+  hint?: string | undefined;
+  attrs?: InputAttrs;
+  url?: boolean;
+}) {
+  const common = {
+    ...attrs,
+    ...controlAttrs(f, name),
+    value: f.state[name],
+    onInput: (e: { currentTarget: HTMLInputElement }) => f.set(name, e.currentTarget.value),
+  };
   return (
     <Field id={`f-${name}`} label={LABELS[name]} error={f.errors[name]} hint={hint}>
       {url ? <input type="url" {...common} /> : <input type="text" {...common} />}
@@ -39,16 +62,36 @@ export function TextField({ f, name, hint, attrs = {}, url }: { f: FormApi; name
 export function AreaField({ f, name, placeholder, hint }: { f: FormApi; name: TextName; placeholder: string; hint?: string }) {
   return (
     <Field id={`f-${name}`} label={LABELS[name]} error={f.errors[name]} hint={hint}>
-      <textarea {...controlAttrs(f, name)} value={f.state[name]} placeholder={placeholder} spellcheck={false} onInput={(e) => f.set(name, e.currentTarget.value)} />
+      <textarea
+        {...controlAttrs(f, name)}
+        value={f.state[name]}
+        placeholder={placeholder}
+        spellcheck={false}
+        onInput={(e) => f.set(name, e.currentTarget.value)}
+      />
     </Field>
   );
 }
 
 /** A choice among `options`. */
-export function SelectField({ f, name, options, hint }: { f: FormApi; name: TextName | 'type'; options: readonly string[]; hint?: string }) {
+export function SelectField({
+  f,
+  name,
+  options,
+  hint,
+}: {
+  f: FormApi;
+  name: TextName | 'type';
+  options: readonly string[];
+  hint?: string;
+}) {
   return (
     <Field id={`f-${name}`} label={LABELS[name]} error={f.errors[name]} hint={hint}>
-      <select {...controlAttrs(f, name)} value={f.state[name]} onChange={(e) => f.set(name, e.currentTarget.value as FormState[typeof name])}>
+      <select
+        {...controlAttrs(f, name)}
+        value={f.state[name]}
+        onChange={(e) => f.set(name, e.currentTarget.value as FormState[typeof name])}
+      >
         {options.map((o) => (
           <option value={o}>{o}</option>
         ))}
@@ -85,7 +128,12 @@ export function CheckField({ f, name }: { f: FormApi; name: 'retryJitter' }) {
 /** The auth token: write-only, so an edit says whether one is set and sends it only when a new one is typed. */
 export function TokenField({ f, isSet }: { f: FormApi; isSet: boolean }) {
   return (
-    <Field id="f-token" label={LABELS.token} error={f.errors.token} hint={isSet ? 'Set: type a new one to replace it' : 'Optional: sent as Authorization: Bearer …'}>
+    <Field
+      id="f-token"
+      label={LABELS.token}
+      error={f.errors.token}
+      hint={isSet ? 'Set: type a new one to replace it' : 'Optional: sent as Authorization: Bearer …'}
+    >
       <input
         {...controlAttrs(f, 'token')}
         type="password"

@@ -29,7 +29,14 @@ export function parseTime(text: string, zone: string, exact: ReadonlyMap<string,
   }
   const m = WALL_TIME.exec(t);
   if (!m) return null;
-  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? 0)) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const ms = Number((m[7] ?? '0').padEnd(3, '0'));
   const probe = new Date(Date.UTC(year, month - 1, day));
   if (probe.getUTCMonth() !== month - 1 || probe.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) return null;
@@ -74,7 +81,11 @@ function pairs(text: string, sep: string, field: FieldName, errors: Errors, expe
  * The schedule of the form (what the live preview sends), and what it cannot read.
  * @param zone the zone of the times typed without an offset (the viewer's)
  */
-export function scheduleOfForm(s: FormState, zone: string, exact: ReadonlyMap<string, string> = new Map()): { schedule: Schedule; errors: Errors } {
+export function scheduleOfForm(
+  s: FormState,
+  zone: string,
+  exact: ReadonlyMap<string, string> = new Map(),
+): { schedule: Schedule; errors: Errors } {
   const errors: Errors = {};
   const time = (field: FieldName, text: string, required: boolean): string | undefined => {
     if (!text.trim()) {
@@ -129,14 +140,17 @@ export function scheduleOfForm(s: FormState, zone: string, exact: ReadonlyMap<st
  * (`edit`) says `null` for the fields the API clears with null (name, payload, relevancy window). The auth token is
  * sent only when one is typed (the API never returns it).
  */
-export function bodyOfForm(s: FormState, opts: { zone: string; edit: boolean; exact?: ReadonlyMap<string, string> }): { body: JobBodyDraft; errors: Errors } {
+export function bodyOfForm(
+  s: FormState,
+  opts: { zone: string; edit: boolean; exact?: ReadonlyMap<string, string> },
+): { body: JobBodyDraft; errors: Errors } {
   const { schedule, errors } = scheduleOfForm(s, opts.zone, opts.exact);
   const edit = opts.edit;
   const body: JobBodyDraft = {};
-  if (s.name.trim()) body['name'] = s.name.trim();
-  else if (edit) body['name'] = null;
-  if (!edit && s.key.trim()) body['key'] = s.key.trim();
-  body['schedule'] = schedule;
+  if (s.name.trim()) body.name = s.name.trim();
+  else if (edit) body.name = null;
+  if (!edit && s.key.trim()) body.key = s.key.trim();
+  body.schedule = schedule;
 
   const codes: (number | string)[] = [];
   for (const part of s.codes.split(/[\s,]+/).filter(Boolean)) {
@@ -144,24 +158,29 @@ export function bodyOfForm(s: FormState, opts: { zone: string; edit: boolean; ex
     else if (/^[1-5]xx$/i.test(part)) codes.push(part.toLowerCase());
     else addError(errors, 'codes', `"${part}" is neither a status code nor a class such as 2xx`);
   }
-  const callback: Record<string, unknown> = { url: s.url.trim(), method: s.method, headers: pairs(s.headers, ':', 'headers', errors, 'Name: value') };
-  if (s.token) callback['authToken'] = s.token;
-  if (codes.length) callback['successStatusCodes'] = codes;
-  if (s.timeout.trim()) callback['timeoutMs'] = readNumber(s.timeout, 'timeout', errors, { integer: true });
-  body['callback'] = callback;
+  const callback: Record<string, unknown> = {
+    url: s.url.trim(),
+    method: s.method,
+    headers: pairs(s.headers, ':', 'headers', errors, 'Name: value'),
+  };
+  if (s.token) callback.authToken = s.token;
+  if (codes.length) callback.successStatusCodes = codes;
+  if (s.timeout.trim()) callback.timeoutMs = readNumber(s.timeout, 'timeout', errors, { integer: true });
+  body.callback = callback;
 
   if (s.payload.trim()) {
     try {
-      body['payload'] = JSON.parse(s.payload) as unknown;
+      body.payload = JSON.parse(s.payload) as unknown;
     } catch (err) {
       addError(errors, 'payload', `not valid JSON: ${(err as Error).message}`);
     }
   } else if (edit) {
-    body['payload'] = null;
+    body.payload = null;
   }
 
   const retry: Record<string, unknown> = { strategy: s.strategy };
-  const optional = (text: string, field: FieldName, integer: boolean) => (text.trim() ? readNumber(text, field, errors, { integer }) : undefined);
+  const optional = (text: string, field: FieldName, integer: boolean) =>
+    text.trim() ? readNumber(text, field, errors, { integer }) : undefined;
   const retryNumbers: [string, number | null | undefined][] = [
     ['maxAttempts', optional(s.attempts, 'attempts', true)],
     ['initialDelayMs', optional(s.initial, 'initial', true)],
@@ -169,21 +188,21 @@ export function bodyOfForm(s: FormState, opts: { zone: string; edit: boolean; ex
     ['multiplier', optional(s.multiplier, 'multiplier', false)],
   ];
   for (const [k, v] of retryNumbers) if (v !== undefined) retry[k] = v;
-  retry['jitter'] = s.retryJitter;
-  body['retry'] = retry;
+  retry.jitter = s.retryJitter;
+  body.retry = retry;
 
   if (s.relevancy.trim()) {
     const n = readNumber(s.relevancy, 'relevancy', errors);
-    body['relevancyWindowMs'] = n === null ? null : Math.round(n * 1000);
+    body.relevancyWindowMs = n === null ? null : Math.round(n * 1000);
   } else if (edit) {
-    body['relevancyWindowMs'] = null;
+    body.relevancyWindowMs = null;
   }
-  body['deliveryMode'] = s.delivery;
-  body['overlapPolicy'] = s.overlap;
-  body['catchUp'] = s.catchUp;
-  body['jitterMs'] = s.jitter.trim() ? readNumber(s.jitter, 'jitter', errors, { integer: true }) : 0;
-  body['pauseAfterFailures'] = s.pause.trim() ? readNumber(s.pause, 'pause', errors, { integer: true }) : 0;
-  body['metadata'] = pairs(s.metadata, '=', 'metadata', errors, 'key=value');
+  body.deliveryMode = s.delivery;
+  body.overlapPolicy = s.overlap;
+  body.catchUp = s.catchUp;
+  body.jitterMs = s.jitter.trim() ? readNumber(s.jitter, 'jitter', errors, { integer: true }) : 0;
+  body.pauseAfterFailures = s.pause.trim() ? readNumber(s.pause, 'pause', errors, { integer: true }) : 0;
+  body.metadata = pairs(s.metadata, '=', 'metadata', errors, 'key=value');
   return { body, errors };
 }
 

@@ -6,9 +6,10 @@
  * Times typed in the form (`At`, `Start at`, `End at`, a date list's lines without an offset) are wall-clock times in
  * the viewer's zone, which every function here takes as `zone` (the console passes `viewerZone()`).
  */
-import { CATCH_UP_POLICIES, DELIVERY_MODES, OVERLAP_POLICIES } from '../../../domain/states.ts';
-import { HTTP_METHODS, DEFAULT_TIMEOUT_MS } from '../../../domain/job.ts';
+
+import { DEFAULT_TIMEOUT_MS, HTTP_METHODS } from '../../../domain/job.ts';
 import { DEFAULT_RETRY, RETRY_STRATEGIES } from '../../../domain/retry.ts';
+import { CATCH_UP_POLICIES, DELIVERY_MODES, OVERLAP_POLICIES } from '../../../domain/states.ts';
 import type { FieldError, Job, Schedule } from '../types.ts';
 import { wallInputOf } from '../zones.ts';
 
@@ -112,7 +113,23 @@ export function scheduleFields(type: ScheduleType): FieldName[] {
 
 /** Every field the form shows, in order, for a schedule `type` (the key only when creating). */
 export function visibleFields(type: ScheduleType, edit: boolean): FieldName[] {
-  const rest: FieldName[] = ['url', 'method', 'headers', 'token', 'codes', 'timeout', 'strategy', 'attempts', 'initial', 'maxDelay', 'relevancy', 'delivery', 'pause', 'metadata', 'payload'];
+  const rest: FieldName[] = [
+    'url',
+    'method',
+    'headers',
+    'token',
+    'codes',
+    'timeout',
+    'strategy',
+    'attempts',
+    'initial',
+    'maxDelay',
+    'relevancy',
+    'delivery',
+    'pause',
+    'metadata',
+    'payload',
+  ];
   return ['name', ...(edit ? [] : (['key'] as FieldName[])), 'type', ...scheduleFields(type), ...rest, ...ADVANCED_FIELDS];
 }
 
@@ -247,9 +264,26 @@ const TOP_LEVEL: Readonly<Record<string, FieldName>> = {
 };
 /** The fields of the body's objects, by object. */
 const NESTED: Readonly<Record<string, Readonly<Record<string, FieldName>>>> = {
-  schedule: { type: 'type', at: 'at', delayMs: 'delay', everyMs: 'every', startAt: 'start', endAt: 'end', dates: 'dates', expression: 'expr', timezone: 'tz' },
+  schedule: {
+    type: 'type',
+    at: 'at',
+    delayMs: 'delay',
+    everyMs: 'every',
+    startAt: 'start',
+    endAt: 'end',
+    dates: 'dates',
+    expression: 'expr',
+    timezone: 'tz',
+  },
   callback: { url: 'url', method: 'method', headers: 'headers', authToken: 'token', successStatusCodes: 'codes', timeoutMs: 'timeout' },
-  retry: { strategy: 'strategy', maxAttempts: 'attempts', initialDelayMs: 'initial', maxDelayMs: 'maxDelay', multiplier: 'multiplier', jitter: 'retryJitter' },
+  retry: {
+    strategy: 'strategy',
+    maxAttempts: 'attempts',
+    initialDelayMs: 'initial',
+    maxDelayMs: 'maxDelay',
+    multiplier: 'multiplier',
+    jitter: 'retryJitter',
+  },
 };
 
 /**
@@ -281,7 +315,8 @@ export function sortFieldErrors(list: readonly FieldError[], visible: readonly F
   const unmatched: FieldError[] = [];
   for (const e of list) {
     const target = fieldOfPath(e.path);
-    if (target && visible.includes(target.field)) addError(byField, target.field, target.prefix ? `${target.prefix}: ${e.message}` : e.message);
+    if (target && visible.includes(target.field))
+      addError(byField, target.field, target.prefix ? `${target.prefix}: ${e.message}` : e.message);
     else unmatched.push(e);
   }
   return { byField, unmatched };

@@ -6,12 +6,12 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiProblem } from '../api.ts';
+import { Occurrences } from '../parts/occurrences.tsx';
 import { describeSchedule } from '../schedule-words.ts';
 import type { Session } from '../session.tsx';
 import type { Schedule } from '../types.ts';
-import { Occurrences } from '../parts/occurrences.tsx';
-import { LABELS, scheduleFields, sortFieldErrors, type Errors, type FieldName, type FormState } from './form-model.ts';
 import { scheduleOfForm } from './form-body.ts';
+import { type Errors, type FieldName, type FormState, LABELS, scheduleFields, sortFieldErrors } from './form-model.ts';
 
 const PREVIEW_DEBOUNCE_MS = 300;
 const PREVIEW_COUNT = 10;
@@ -24,7 +24,12 @@ export type Preview = { schedule: Schedule; occurrences: string[] } | { message:
  * @returns the preview, the API's errors about the schedule's fields, and what the form cannot read in the schedule
  *   fields already filled in (empty ones are reported on submit)
  */
-export function useSchedulePreview(api: Session['api'], state: FormState, zone: string, exact: ReadonlyMap<string, string>): { preview: Preview; errors: Errors; unreadable: string[] } {
+export function useSchedulePreview(
+  api: Session['api'],
+  state: FormState,
+  zone: string,
+  exact: ReadonlyMap<string, string>,
+): { preview: Preview; errors: Errors; unreadable: string[] } {
   const [preview, setPreview] = useState<Preview>(null);
   const [errors, setErrors] = useState<Errors>({});
   const built = scheduleOfForm(state, zone, exact);
@@ -62,7 +67,6 @@ export function useSchedulePreview(api: Session['api'], state: FormState, zone: 
       );
     }, PREVIEW_DEBOUNCE_MS);
     return () => clearTimeout(timer);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [scheduleKey]);
   return { preview, errors, unreadable };
 }
@@ -77,7 +81,10 @@ export function SchedulePreview({ preview, unreadable }: { preview: Preview; unr
     content = (
       <>
         <p>{describeSchedule(preview.schedule)}</p>
-        <Occurrences list={preview.occurrences} zone={preview.schedule.type === 'cron' ? (preview.schedule.timezone ?? 'UTC') : undefined} />
+        <Occurrences
+          list={preview.occurrences}
+          zone={preview.schedule.type === 'cron' ? (preview.schedule.timezone ?? 'UTC') : undefined}
+        />
       </>
     );
   return (

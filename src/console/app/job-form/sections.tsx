@@ -5,8 +5,17 @@
 import type { ComponentChildren } from 'preact';
 import { useMemo } from 'preact/hooks';
 import { viewerZone, zoneChoices } from '../zones.ts';
-import { AreaField, CheckField, LocalTimeField, SelectField, TextField, TokenField, type FormApi } from './fields.tsx';
-import { ADVANCED_FIELDS, CATCH_UP_POLICIES, DELIVERY_MODES, HTTP_METHODS, OVERLAP_POLICIES, RETRY_STRATEGIES, SCHEDULE_TYPES, scheduleFields } from './form-model.ts';
+import { AreaField, CheckField, type FormApi, LocalTimeField, SelectField, TextField, TokenField } from './fields.tsx';
+import {
+  ADVANCED_FIELDS,
+  CATCH_UP_POLICIES,
+  DELIVERY_MODES,
+  HTTP_METHODS,
+  OVERLAP_POLICIES,
+  RETRY_STRATEGIES,
+  SCHEDULE_TYPES,
+  scheduleFields,
+} from './form-model.ts';
 
 /** A fieldset with its legend. */
 function Section({ legend, children }: { legend: string; children: ComponentChildren }) {
@@ -24,7 +33,14 @@ export function JobSection({ f, edit }: { f: FormApi; edit: boolean }) {
     <Section legend="Job">
       <div class="grid">
         <TextField f={f} name="name" hint="Optional" attrs={{ maxLength: 200, autocomplete: 'off' }} />
-        {!edit && <TextField f={f} name="key" hint="Optional, unique: letters, digits and . _ : ~ -" attrs={{ maxLength: 200, autocomplete: 'off', spellcheck: false }} />}
+        {!edit && (
+          <TextField
+            f={f}
+            name="key"
+            hint="Optional, unique: letters, digits and . _ : ~ -"
+            attrs={{ maxLength: 200, autocomplete: 'off', spellcheck: false }}
+          />
+        )}
       </div>
     </Section>
   );
@@ -43,13 +59,25 @@ export function ScheduleSection({ f, preview }: { f: FormApi; preview: Component
         {shown.includes('delay') && <TextField f={f} name="delay" hint="After the job is saved" attrs={{ inputMode: 'decimal' }} />}
         {shown.includes('every') && <TextField f={f} name="every" hint="At least 1 second" attrs={{ inputMode: 'decimal' }} />}
         {shown.includes('expr') && (
-          <TextField f={f} name="expr" hint="minute hour day-of-month month day-of-week, or @daily, @hourly…" attrs={{ placeholder: '0 9 * * *', spellcheck: false, autocomplete: 'off' }} />
+          <TextField
+            f={f}
+            name="expr"
+            hint="minute hour day-of-month month day-of-week, or @daily, @hourly…"
+            attrs={{ placeholder: '0 9 * * *', spellcheck: false, autocomplete: 'off' }}
+          />
         )}
         {shown.includes('tz') && <SelectField f={f} name="tz" options={zones} hint="The zone whose clock the expression follows" />}
         {shown.includes('start') && <LocalTimeField f={f} name="start" hint={`Optional, ${yours}`} />}
         {shown.includes('end') && <LocalTimeField f={f} name="end" hint={`Optional, ${yours}`} />}
       </div>
-      {shown.includes('dates') && <AreaField f={f} name="dates" placeholder={'2026-12-01T09:00\n2026-12-24T18:30:00Z'} hint={`RFC 3339 with an offset, or 2026-12-01T09:00 ${yours}`} />}
+      {shown.includes('dates') && (
+        <AreaField
+          f={f}
+          name="dates"
+          placeholder={'2026-12-01T09:00\n2026-12-24T18:30:00Z'}
+          hint={`RFC 3339 with an offset, or 2026-12-01T09:00 ${yours}`}
+        />
+      )}
       {preview}
     </Section>
   );
@@ -59,7 +87,12 @@ export function ScheduleSection({ f, preview }: { f: FormApi; preview: Component
 export function CallbackSection({ f, tokenSet }: { f: FormApi; tokenSet: boolean }) {
   return (
     <Section legend="Callback">
-      <TextField f={f} name="url" url attrs={{ inputMode: 'url', placeholder: 'https://example.com/hooks/report', spellcheck: false, autocomplete: 'off' }} />
+      <TextField
+        f={f}
+        name="url"
+        url
+        attrs={{ inputMode: 'url', placeholder: 'https://example.com/hooks/report', spellcheck: false, autocomplete: 'off' }}
+      />
       <div class="grid">
         <SelectField f={f} name="method" options={HTTP_METHODS} />
         <TokenField f={f} isSet={tokenSet} />
@@ -91,7 +124,12 @@ export function DeliverySection({ f }: { f: FormApi }) {
   return (
     <Section legend="Delivery">
       <div class="grid">
-        <TextField f={f} name="relevancy" hint="Empty: none. A run not started this long after its time is expired, never sent" attrs={{ inputMode: 'decimal' }} />
+        <TextField
+          f={f}
+          name="relevancy"
+          hint="Empty: none. A run not started this long after its time is expired, never sent"
+          attrs={{ inputMode: 'decimal' }}
+        />
         <SelectField f={f} name="delivery" options={DELIVERY_MODES} hint="at-most-once never re-sends after an ambiguous outcome" />
         <TextField f={f} name="pause" hint="Failed runs in a row before the job pauses; 0 = never" attrs={{ inputMode: 'numeric' }} />
       </div>

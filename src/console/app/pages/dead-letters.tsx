@@ -4,8 +4,8 @@
  * job's) and dismiss. The list updates itself (live, with a pause control).
  */
 import type { ComponentChildren } from 'preact';
-import { useLocation } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
 import { qs } from '../api.ts';
 import { JobLink, useJobNames } from '../parts/job-names.tsx';
 import { RefreshPauser, useLiveRefresh } from '../parts/refresh-pauser.tsx';
@@ -49,7 +49,6 @@ export function DeadLettersPage() {
       const kept = [...s].filter((id) => shown.has(id));
       return kept.length === s.size ? s : new Set(kept);
     });
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [list.data]);
 
   const replayOne = (runId: string) =>
@@ -114,6 +113,7 @@ export function DeadLettersPage() {
       <RefreshPauser live={live} />
       <ErrorNote error={list.error} />
 
+      {/* biome-ignore lint/a11y/useSemanticElements: not a <fieldset>: its default border, padding and min-inline-size would change the layout of this flex toolbar */}
       <div class="toolbar" role="group" aria-label="Bulk actions">
         <button type="button" class="primary" disabled={busy || selected.size === 0} onClick={replaySelected}>
           Replay selected
@@ -203,7 +203,13 @@ export function DeadLettersPage() {
                       <button type="button" disabled={busy} onClick={() => replayOne(r.runId)}>
                         Replay
                       </button>
-                      <ConfirmButton label="Dismiss" question="Dismiss this dead letter?" confirmLabel="Yes, dismiss" onConfirm={() => dismissOne(r.runId)} disabled={busy} />
+                      <ConfirmButton
+                        label="Dismiss"
+                        question="Dismiss this dead letter?"
+                        confirmLabel="Yes, dismiss"
+                        onConfirm={() => dismissOne(r.runId)}
+                        disabled={busy}
+                      />
                     </div>
                   </td>
                 </tr>

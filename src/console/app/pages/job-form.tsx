@@ -7,9 +7,17 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
 import { ApiProblem } from '../api.ts';
-import { bodyOfForm, changedFields } from '../job-form/form-body.ts';
-import { blankForm, formFromJob, SCHEDULE_FIELDS, sortFieldErrors, visibleFields, type Errors, type FormState } from '../job-form/form-model.ts';
 import type { FormApi } from '../job-form/fields.tsx';
+import { bodyOfForm, changedFields } from '../job-form/form-body.ts';
+import {
+  blankForm,
+  type Errors,
+  type FormState,
+  formFromJob,
+  SCHEDULE_FIELDS,
+  sortFieldErrors,
+  visibleFields,
+} from '../job-form/form-model.ts';
 import { SchedulePreview, useSchedulePreview } from '../job-form/preview.tsx';
 import { CallbackSection, DataSection, DeliverySection, JobSection, RetrySection, ScheduleSection } from '../job-form/sections.tsx';
 import { jobLabel } from '../parts/job-names.tsx';
@@ -60,7 +68,6 @@ function JobForm({ job }: { job: Job | null }) {
     if (focusTick === 0) return;
     const first = visible.find((f) => errors[f]);
     if (first) document.getElementById(`f-${first}`)?.focus();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [focusTick]);
 
   const onSubmit = async (e: Event) => {
@@ -77,7 +84,9 @@ function JobForm({ job }: { job: Job | null }) {
     } catch (err) {
       if (err instanceof ApiProblem && err.status === 400 && err.errors.length) {
         const { byField, unmatched } = sortFieldErrors(err.errors, visible);
-        const top = unmatched.length ? new ApiProblem(err.status, err.title, unmatched.map((u) => `${u.path}: ${u.message}`).join('; '), unmatched) : null;
+        const top = unmatched.length
+          ? new ApiProblem(err.status, err.title, unmatched.map((u) => `${u.path}: ${u.message}`).join('; '), unmatched)
+          : null;
         refuse({ byField, top, notSaved: true });
       } else {
         setRefusal({ byField: {}, top: err, notSaved: true });
@@ -146,6 +155,6 @@ function EditJob({ jobId }: { jobId: string }) {
 
 /** `/console/jobs/new` and `/console/jobs/:jobId/edit`: the job form, empty or prefilled. */
 export function JobFormPage() {
-  const jobId = useRoute().params['jobId'];
+  const jobId = useRoute().params.jobId;
   return jobId ? <EditJob jobId={jobId} /> : <JobForm key="new" job={null} />;
 }

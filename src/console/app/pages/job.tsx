@@ -42,7 +42,11 @@ function NextOccurrences({ job }: { job: Job }) {
   const { api } = useSession();
   const schedule = previewable(job.schedule);
   const key = JSON.stringify(schedule);
-  const preview = useAsync(async () => (schedule ? (await api<{ occurrences: string[] }>('POST', '/v1/schedules/preview', { schedule, count: 10 })).occurrences : []), [key]);
+  const preview = useAsync(
+    async () =>
+      schedule ? (await api<{ occurrences: string[] }>('POST', '/v1/schedules/preview', { schedule, count: 10 })).occurrences : [],
+    [key],
+  );
   const list = preview.data;
   return (
     <section aria-labelledby="next-h">
@@ -53,9 +57,7 @@ function NextOccurrences({ job }: { job: Job }) {
         <ErrorNote error={preview.error} />
       )}
       {list && list.length === 0 && !preview.error && <p class="muted">No occurrence left.</p>}
-      {list && list.length > 0 && (
-        <Occurrences list={list} zone={scheduleZone(job)} />
-      )}
+      {list && list.length > 0 && <Occurrences list={list} zone={scheduleZone(job)} />}
     </section>
   );
 }
@@ -67,7 +69,11 @@ function JobRuns({ job, tick, live }: { job: Job; tick: number; live: number }) 
   const [status, setStatus] = useState('');
   const pager = usePager(status);
   const runs = useAsync(
-    () => api<Page<'runs', Run>>('GET', `/v1/jobs/${encodeURIComponent(jobId)}/runs${qs({ status, limit: RUN_PAGE_SIZE, cursor: pager.cursor })}`),
+    () =>
+      api<Page<'runs', Run>>(
+        'GET',
+        `/v1/jobs/${encodeURIComponent(jobId)}/runs${qs({ status, limit: RUN_PAGE_SIZE, cursor: pager.cursor })}`,
+      ),
     [jobId, status, pager.cursor, tick],
   );
   const { refresh } = runs;
@@ -97,12 +103,15 @@ function JobRuns({ job, tick, live }: { job: Job; tick: number; live: number }) 
   );
 }
 
-type Outcome = { kind: 'triggered'; runId: string } | { kind: 'replayed'; replayed: number; remaining: number } | { kind: 'text'; text: string };
+type Outcome =
+  | { kind: 'triggered'; runId: string }
+  | { kind: 'replayed'; replayed: number; remaining: number }
+  | { kind: 'text'; text: string };
 
 /** `/console/jobs/:jobId`: one job, its actions, next occurrences and runs. */
 export function JobPage() {
   const { api } = useSession();
-  const jobId = useRoute().params['jobId'] ?? '';
+  const jobId = useRoute().params.jobId ?? '';
   const path = `/v1/jobs/${encodeURIComponent(jobId)}`;
   const [tick, setTick] = useState(0);
   const job = useAsync(() => api<Job>('GET', path), [path, tick]);
@@ -138,22 +147,30 @@ export function JobPage() {
       <h1 class="wrap">{jobLabel(j)}</h1>
       <div class="actions" aria-busy={busy ? 'true' : undefined}>
         {j.status === 'active' && (
-          <button type="button" disabled={busy} onClick={() =>
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() =>
               act(async () => {
                 await api('PATCH', path, { paused: true });
                 return { kind: 'text', text: 'Paused.' };
               })
-            }>
+            }
+          >
             Pause
           </button>
         )}
         {j.status === 'paused' && (
-          <button type="button" disabled={busy} onClick={() =>
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() =>
               act(async () => {
                 await api('PATCH', path, { paused: false });
                 return { kind: 'text', text: 'Resumed.' };
               })
-            }>
+            }
+          >
             Resume
           </button>
         )}

@@ -209,9 +209,9 @@ function SigningSecret() {
     <section aria-labelledby="signing-secret-title">
       <h2 id="signing-secret-title">Signing secret</h2>
       <p>
-        Chime signs every callback it sends with this secret (the <code>webhook-signature</code> header), so your receivers can check that a request
-        comes from Chime. The secret is never shown again after it is made. After a rotation the old secret keeps signing alongside the new one for 24 h,
-        so receivers have a day to learn the new one.
+        Chime signs every callback it sends with this secret (the <code>webhook-signature</code> header), so your receivers can check that a
+        request comes from Chime. The secret is never shown again after it is made. After a rotation the old secret keeps signing alongside
+        the new one for 24 h, so receivers have a day to learn the new one.
       </p>
       <div class="actions">
         {busy ? (
@@ -219,14 +219,20 @@ function SigningSecret() {
             Rotating…
           </button>
         ) : (
-          <ConfirmButton label="Rotate signing secret" question="Rotate? Receivers must learn the new secret within 24 h." confirmLabel="Yes, rotate" onConfirm={() => void rotate()} />
+          <ConfirmButton
+            label="Rotate signing secret"
+            question="Rotate? Receivers must learn the new secret within 24 h."
+            confirmLabel="Yes, rotate"
+            onConfirm={() => void rotate()}
+          />
         )}
       </div>
       <ErrorNote error={error} />
       {rotated && (
         <>
           <div class="secret" role="status">
-            <strong>New signing secret (shown once):</strong> <code>{rotated.signingSecret}</code> <CopyButton text={rotated.signingSecret} />
+            <strong>New signing secret (shown once):</strong> <code>{rotated.signingSecret}</code>{' '}
+            <CopyButton text={rotated.signingSecret} />
           </div>
           <p>
             The previous secret keeps signing until <Time iso={rotated.previousValidUntil} />.

@@ -2,13 +2,14 @@
  * `/console/runs/:runId`: one run, its attempts (each HTTP request, with the response excerpt as text), and for a dead
  * letter (failed, not dismissed) replay and dismiss. A run not yet final is read again every 2 s.
  */
-import { useLocation, useRoute } from 'preact-iso';
+
 import { useEffect } from 'preact/hooks';
+import { useLocation, useRoute } from 'preact-iso';
 import { FINAL_RUN_STATUSES } from '../../../domain/states.ts';
+import { JobLink, useJobNames } from '../parts/job-names.tsx';
 import { useSession } from '../session.tsx';
 import type { RunWithAttempts } from '../types.ts';
 import { ConfirmButton, ErrorNote, Status, Time, useAction, useAsync } from '../ui.tsx';
-import { JobLink, useJobNames } from '../parts/job-names.tsx';
 
 const POLL_MS = 2_000;
 
@@ -53,11 +54,7 @@ export function RunPage() {
       {!run && !res.error && <p class="muted">Loading…</p>}
       {run && (
         <>
-          {!final && (
-            <p class="hint">
-              This run is not finished yet: the page updates every 2 seconds.
-            </p>
-          )}
+          {!final && <p class="hint">This run is not finished yet: the page updates every 2 seconds.</p>}
           <dl class="facts">
             <dt>Run ID</dt>
             <dd class="mono">{run.runId}</dd>
@@ -105,11 +102,18 @@ export function RunPage() {
           {res.error ? <ErrorNote error={res.error} /> : null}
 
           {run.status === 'failed' && run.dismissedAt === null && (
+            // biome-ignore lint/a11y/useSemanticElements: not a <fieldset>: its default border, padding and min-inline-size would change the layout of this flex row
             <div class="actions" role="group" aria-label="Dead letter">
               <button type="button" class="primary" disabled={busy} onClick={replay}>
                 Replay
               </button>
-              <ConfirmButton label="Dismiss" question="Dismiss this dead letter?" confirmLabel="Yes, dismiss" onConfirm={dismiss} disabled={busy} />
+              <ConfirmButton
+                label="Dismiss"
+                question="Dismiss this dead letter?"
+                confirmLabel="Yes, dismiss"
+                onConfirm={dismiss}
+                disabled={busy}
+              />
             </div>
           )}
           <ErrorNote error={actionError} />

@@ -4,8 +4,9 @@
  * (`?status=failed&jobId=…&since=…&until=…`, instants as UTC ISO), so a filtered view can be linked to and survives a
  * reload. The list updates itself (live, with a pause control).
  */
-import { useLocation } from 'preact-iso';
+
 import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
 import { RUN_STATUSES } from '../../../domain/states.ts';
 import { qs } from '../api.ts';
 import { useJobNames } from '../parts/job-names.tsx';
@@ -60,6 +61,7 @@ export function RunsPage() {
   return (
     <section>
       <h1>Runs</h1>
+      {/* biome-ignore lint/a11y/useSemanticElements: <search> is unknown to Safari 16, a target of the console (build.ts): role="search" keeps the landmark there */}
       <form
         class="toolbar filters"
         role="search"
@@ -114,9 +116,7 @@ export function RunsPage() {
           </button>
         )}
       </form>
-      <p class="hint">
-        Since and Until bound when a run was scheduled for, in your time zone ({zone}; Until excluded).
-      </p>
+      <p class="hint">Since and Until bound when a run was scheduled for, in your time zone ({zone}; Until excluded).</p>
       <RefreshPauser live={live} />
       <ErrorNote error={list.error} />
 

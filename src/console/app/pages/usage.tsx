@@ -2,8 +2,9 @@
  * `/console/usage` (`?days=7|14|30|90`): the tenant's success rate, fire lag and open jobs as cards, and its runs per
  * UTC day by outcome as a stacked bar chart (uPlot, on a canvas) with the same numbers in a table for screen readers.
  */
-import { useLocation } from 'preact-iso';
+
 import { useEffect, useRef } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
 import uPlot from 'uplot';
 import { qs } from '../api.ts';
 import { useSession } from '../session.tsx';
@@ -67,7 +68,11 @@ export function UsagePage() {
       <form class="toolbar" onSubmit={(e) => e.preventDefault()}>
         <div class="field">
           <label for="usage-days">Days</label>
-          <select id="usage-days" value={String(days)} onChange={(e) => route(`/console/usage${qs({ days: e.currentTarget.value })}`, true)}>
+          <select
+            id="usage-days"
+            value={String(days)}
+            onChange={(e) => route(`/console/usage${qs({ days: e.currentTarget.value })}`, true)}
+          >
             {DAY_CHOICES.map((d) => (
               <option value={String(d)}>{d}</option>
             ))}
@@ -79,7 +84,11 @@ export function UsagePage() {
       {u && (
         <>
           <div class="cards" aria-busy={usage.loading}>
-            <Card label="Success rate" value={rate === null ? '—' : percent.format(rate)} hint={`of the runs finished in the last ${days} days`} />
+            <Card
+              label="Success rate"
+              value={rate === null ? '—' : percent.format(rate)}
+              hint={`of the runs finished in the last ${days} days`}
+            />
             <Card label="Fire lag p50" value={ms(u.fireLagMs?.p50)} hint="runs started in the last 24 h" />
             <Card label="Fire lag p99" value={ms(u.fireLagMs?.p99)} hint="runs started in the last 24 h" />
             <Card label="Active jobs" value={integer.format(u.jobs.active)} />
@@ -87,8 +96,8 @@ export function UsagePage() {
           </div>
           <figure class="chart">
             <figcaption>
-              Runs per day by outcome (succeeded, failed, expired, skipped, stacked), UTC days {dayLabel(dayStart(u.daily[0]?.date ?? ''))} to{' '}
-              {dayLabel(dayStart(u.daily[u.daily.length - 1]?.date ?? ''))}.
+              Runs per day by outcome (succeeded, failed, expired, skipped, stacked), UTC days {dayLabel(dayStart(u.daily[0]?.date ?? ''))}{' '}
+              to {dayLabel(dayStart(u.daily[u.daily.length - 1]?.date ?? ''))}.
             </figcaption>
             <RunsChart daily={u.daily} />
             <ul class="legend" aria-label="Legend">

@@ -45,9 +45,11 @@ function LastRun({ run }: { run: Run | null | undefined }) {
   if (run === null) return <span class="muted">none yet</span>;
   return (
     <>
-      <Status status={run.status} /> <a href={`/console/runs/${run.runId}`}>
+      <Status status={run.status} />{' '}
+      <a href={`/console/runs/${run.runId}`}>
         <Time iso={run.startedAt ?? run.finishedAt} />
-      </a> <span class="muted">({run.trigger})</span>
+      </a>{' '}
+      <span class="muted">({run.trigger})</span>
     </>
   );
 }
@@ -84,7 +86,8 @@ export function JobFacts({ job, lastRun }: { job: Job; lastRun: Run | null | und
       {row(
         'Last scheduled run',
         <>
-          <Time iso={job.lastRunAt} zone={zone} /> <small class="muted">(the schedule's own; manual runs and replays are not counted)</small>
+          <Time iso={job.lastRunAt} zone={zone} />{' '}
+          <small class="muted">(the schedule's own; manual runs and replays are not counted)</small>
         </>,
       )}
       {row(
@@ -111,14 +114,26 @@ export function JobFacts({ job, lastRun }: { job: Job; lastRun: Run | null | und
       {row('Success codes', job.callback.successStatusCodes.join(', '))}
       {row('Timeout', durationWords(job.callback.timeoutMs))}
       {row('Retry policy', describeRetry(job.retry))}
-      {row('Relevancy window', job.relevancyWindowMs === null ? orNone('') : `${durationWords(job.relevancyWindowMs)} after the scheduled time`)}
+      {row(
+        'Relevancy window',
+        job.relevancyWindowMs === null ? orNone('') : `${durationWords(job.relevancyWindowMs)} after the scheduled time`,
+      )}
       {row('Delivery mode', job.deliveryMode)}
       {row('Overlap', job.overlapPolicy === 'skip' ? 'skip: no new run while the previous one is in flight' : 'allow: runs may overlap')}
-      {row('Catch-up', job.catchUp === 'one' ? 'one: after downtime, one missed run' : job.catchUp === 'all' ? 'all: after downtime, every missed run' : 'none: missed runs are skipped')}
+      {row(
+        'Catch-up',
+        job.catchUp === 'one'
+          ? 'one: after downtime, one missed run'
+          : job.catchUp === 'all'
+            ? 'all: after downtime, every missed run'
+            : 'none: missed runs are skipped',
+      )}
       {row('Jitter', job.jitterMs ? `up to ${durationWords(job.jitterMs)}` : orNone(''))}
       {row(
         'Pause after failures',
-        job.pauseAfterFailures ? `after ${job.pauseAfterFailures} failed runs in a row (now ${job.consecutiveFailures})` : `never (${job.consecutiveFailures} failed runs in a row now)`,
+        job.pauseAfterFailures
+          ? `after ${job.pauseAfterFailures} failed runs in a row (now ${job.consecutiveFailures})`
+          : `never (${job.consecutiveFailures} failed runs in a row now)`,
       )}
       {row('Metadata', orNone(metadata.map(([k, v]) => `${k}=${v}`).join(', ')))}
       {row('Payload', job.payload === undefined || job.payload === null ? orNone('') : <pre>{JSON.stringify(job.payload, null, 2)}</pre>)}

@@ -4,7 +4,7 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiProblem } from '../api.ts';
-import { useSession, type Session } from '../session.tsx';
+import { type Session, useSession } from '../session.tsx';
 import type { Job } from '../types.ts';
 
 /** Most job reads in flight at once (the API's rate limit is per tenant). */

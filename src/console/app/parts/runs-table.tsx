@@ -8,7 +8,8 @@ import { JobLink } from './job-names.tsx';
 import { createdAtOfId } from './run-order.ts';
 
 /** What the lists of runs are sorted by, in words (under the table's caption). */
-export const RUNS_ORDER = 'Newest first, by when each run was created (a run is created when it is queued; a schedule queues its next run early).';
+export const RUNS_ORDER =
+  'Newest first, by when each run was created (a run is created when it is queued; a schedule queues its next run early).';
 
 /**
  * Runs as table rows: created (the order), scheduled for (a link to the run), the job when `jobName` is given (the
@@ -16,7 +17,17 @@ export const RUNS_ORDER = 'Newest first, by when each run was created (a run is 
  * @param jobName the job's name by id (null: none; undefined: not known yet); leave it out to hide the job column
  * @param zone the job's own time zone (a cron schedule's), shown beside the viewer's
  */
-export function RunsTable({ runs, jobName, busy, zone }: { runs: Run[]; jobName?: (jobId: string) => string | null | undefined; busy?: boolean; zone?: string | undefined }) {
+export function RunsTable({
+  runs,
+  jobName,
+  busy,
+  zone,
+}: {
+  runs: Run[];
+  jobName?: (jobId: string) => string | null | undefined;
+  busy?: boolean;
+  zone?: string | undefined;
+}) {
   return (
     <div class="table-wrap" aria-busy={busy ? 'true' : undefined}>
       <table class="runs stack">
