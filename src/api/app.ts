@@ -3,33 +3,33 @@
  * No Node-only imports here or below: services arrive through `deps`.
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { HTTPException } from 'hono/http-exception';
 import type { Context, MiddlewareHandler } from 'hono';
+import { HTTPException } from 'hono/http-exception';
 import { authenticateApiKey } from '../store/api-keys.ts';
-import { JobKeyTakenError, QuotaExceededError } from '../store/jobs.ts';
-import { JobStateError } from '../store/job-lifecycle.ts';
-import { EndpointLimitError } from '../store/notifications.ts';
 import { BulkLimitError } from '../store/bulk.ts';
+import { errorChain } from '../store/db.ts';
+import { JobStateError } from '../store/job-lifecycle.ts';
+import { JobKeyTakenError, QuotaExceededError } from '../store/jobs.ts';
 import { publicJwks } from '../store/jwt-keys.ts';
+import { EndpointLimitError } from '../store/notifications.ts';
+import { limitBody } from './body-limit.ts';
+import { consoleRoutes } from './console.ts';
 import type { AppDeps, AppEnv } from './env.ts';
-import { ApiError, problemResponse, schemaFieldErrors, validationError } from './problems.ts';
 import { jsonGuard, requireJsonMediaType } from './json-guard.ts';
 import { opsRoutes } from './ops.ts';
-import { consoleRoutes } from './console.ts';
-import { limitBody } from './body-limit.ts';
+import { ApiError, problemResponse, schemaFieldErrors, validationError } from './problems.ts';
 import { rateLimit, TokenBuckets } from './rate-limit.ts';
 import { batchRoutes } from './routes/batch.ts';
 import { bulkRoutes } from './routes/bulk.ts';
-import { compatRoutes } from './routes/compat.ts';
-import { errorChain } from '../store/db.ts';
 import { errorCodes } from './routes/common.ts';
-import { jobRoutes } from './routes/jobs.ts';
+import { compatRoutes } from './routes/compat.ts';
 import { jobLifecycleRoutes } from './routes/job-lifecycle.ts';
+import { jobRoutes } from './routes/jobs.ts';
 import { notificationRoutes } from './routes/notifications.ts';
-import { scheduleRoutes } from './routes/schedules.ts';
 import { runRoutes } from './routes/runs.ts';
-import { usageRoutes } from './routes/usage.ts';
+import { scheduleRoutes } from './routes/schedules.ts';
 import { bearer, signupRoutes, tenantRoutes } from './routes/tenants.ts';
+import { usageRoutes } from './routes/usage.ts';
 
 /** Largest request body, in bytes (API.md "Conventions"). */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -75,9 +75,14 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     const key = bearer(c.req.header('authorization'));
     const auth = key ? await authenticateApiKey(deps.store, key) : null;
     if (!auth) {
-      throw new ApiError('unauthorized', key ? 'the API key is unknown, revoked or expired' : 'send an API key as Authorization: Bearer <key>', undefined, {
-        'www-authenticate': 'Bearer',
-      });
+      throw new ApiError(
+        'unauthorized',
+        key ? 'the API key is unknown, revoked or expired' : 'send an API key as Authorization: Bearer <key>',
+        undefined,
+        {
+          'www-authenticate': 'Bearer',
+        },
+      );
     }
     c.set('tenantId', auth.tenantId);
     await next();
@@ -114,7 +119,12 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.notFound((c) => {
     const allowed = routes.filter((r) => r.method !== 'ALL' && r.re.test(c.req.path)).map((r) => r.method);
     if (allowed.length > 0) {
-      return problemResponse(c, new ApiError('method_not_allowed', `${c.req.method} is not allowed here; use ${[...new Set(allowed)].join(', ')}`, undefined, { allow: [...new Set(allowed)].join(', ') }));
+      return problemResponse(
+        c,
+        new ApiError('method_not_allowed', `${c.req.method} is not allowed here; use ${[...new Set(allowed)].join(', ')}`, undefined, {
+          allow: [...new Set(allowed)].join(', '),
+        }),
+      );
     }
     return problemResponse(c, new ApiError('not_found', `no route ${c.req.method} ${c.req.path}`));
   });
@@ -141,7 +151,8 @@ function toApiError(err: unknown, deps: AppDeps): ApiError {
     if (err.status === 415) return new ApiError('unsupported_media_type', 'send the body as Content-Type: application/json');
     return new ApiError(err.status === 404 ? 'not_found' : 'validation', err.message);
   }
-  if (isDatabaseUnavailable(err)) return new ApiError('unavailable', 'the database is not reachable; try again shortly', undefined, { 'retry-after': '1' });
+  if (isDatabaseUnavailable(err))
+    return new ApiError('unavailable', 'the database is not reachable; try again shortly', undefined, { 'retry-after': '1' });
   deps.onUnexpectedError?.(err);
   return new ApiError('internal', 'an unexpected error occurred');
 }
@@ -154,7 +165,9 @@ function storeRefusal(err: unknown): ApiError | null {
     return new ApiError('conflict', err.key === null ? err.message : `${err.message}; use PUT /v1/jobs/by-key/:key to replace it`);
   }
   if (err instanceof BulkLimitError) {
-    return validationError([{ path: 'filter', message: `matches ${err.matched} jobs; at most ${err.max} per call: narrow it (nothing was changed)` }]);
+    return validationError([
+      { path: 'filter', message: `matches ${err.matched} jobs; at most ${err.max} per call: narrow it (nothing was changed)` },
+    ]);
   }
   return null;
 }
@@ -167,7 +180,9 @@ function storeRefusal(err: unknown): ApiError | null {
  */
 function isDatabaseUnavailable(err: unknown): boolean {
   return (
-    errorCodes(err).some((code) => /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|CONNECTION_|CONNECT_TIMEOUT|57P0[123]|57014|08\d\d\d|25006|25P03)/.test(code)) ||
+    errorCodes(err).some((code) =>
+      /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|CONNECTION_|CONNECT_TIMEOUT|57P0[123]|57014|08\d\d\d|25006|25P03)/.test(code),
+    ) ||
     // A Citus coordinator that cannot reach the worker holding the rows answers XX000 with one of these messages.
     errorChain(err).some((e) => /connection to the remote node .* failed|failure on connection marked as essential/.test(String(e.message)))
   );

@@ -4,7 +4,7 @@
  * follow them; a 3xx is an ordinary failed status unless the job lists it as success).
  */
 import { Agent, type Dispatcher } from 'undici';
-import { ERROR_CLASS, NOT_SENT_ERROR_CODES, type HttpResult } from '../domain/attempt-outcome.ts';
+import { ERROR_CLASS, type HttpResult, NOT_SENT_ERROR_CODES } from '../domain/attempt-outcome.ts';
 import { parseRetryAfter } from '../domain/retry.ts';
 import { createGuardedConnector } from './guard.ts';
 
@@ -126,7 +126,12 @@ class CallbackHandler implements Dispatcher.DispatchHandler {
       if (this.controller) return this.controller.abort(this.timedOut);
       // Still waiting for a connection: nothing was written (undici starts a request before its first byte), so the
       // attempt ends now, as not sent; the request is dropped when its turn comes (onRequestStart).
-      this.settle({ kind: 'error', errorClass: ERROR_CLASS.timeout, message: `timed out: ${this.timedOut.message}, still waiting for a connection`, maybeSent: false });
+      this.settle({
+        kind: 'error',
+        errorClass: ERROR_CLASS.timeout,
+        message: `timed out: ${this.timedOut.message}, still waiting for a connection`,
+        maybeSent: false,
+      });
     }, timeoutMs);
   }
 
@@ -159,14 +164,19 @@ class CallbackHandler implements Dispatcher.DispatchHandler {
   onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
     if (this.settled) return;
     // A body cut short after the headers still leaves the status we already have (as reading a stream would).
-    if (this.status !== 0 && !this.timedOut) return this.respond();
+    if (this.status !== 0 && !this.timedOut) {
+      this.respond();
+      return;
+    }
     this.settle(classifyError(this.timedOut ?? err));
   }
 
   private respond(): void {
     if (this.settled) return;
     const excerpt =
-      this.chunks.length === 1 ? this.chunks[0]!.subarray(0, RESPONSE_EXCERPT_BYTES) : Buffer.concat(this.chunks).subarray(0, RESPONSE_EXCERPT_BYTES);
+      this.chunks.length === 1
+        ? this.chunks[0]!.subarray(0, RESPONSE_EXCERPT_BYTES)
+        : Buffer.concat(this.chunks).subarray(0, RESPONSE_EXCERPT_BYTES);
     this.settle({
       kind: 'response',
       status: this.status,

@@ -12,10 +12,10 @@
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { type FreshDatabase, freshDatabase } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Received, type Receiver } from '../support/receiver.ts';
+import { type Received, type Receiver, startReceiver } from '../support/receiver.ts';
 
 const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 const HAVE_FAKETIME = existsSync(LIBFAKETIME);
@@ -51,7 +51,9 @@ describe.runIf(RUN)('dispatchers with skewed clocks, on PostgreSQL', () => {
     await receiver?.close();
     await db?.drop();
     for (const p of phases) {
-      console.log(`clock skew ${p.skew}: fire lag p99 ${p99(p.lagsMs)} ms, min ${Math.min(...p.lagsMs)} ms, early ${p.early}, sent twice ${p.duplicates}`);
+      console.log(
+        `clock skew ${p.skew}: fire lag p99 ${p99(p.lagsMs)} ms, min ${Math.min(...p.lagsMs)} ms, early ${p.early}, sent twice ${p.duplicates}`,
+      );
     }
   });
 
@@ -85,7 +87,9 @@ describe.runIf(RUN)('dispatchers with skewed clocks, on PostgreSQL', () => {
       let seen = '';
       await eventually(
         async () => {
-          const runs: { jobId: string; status: string }[] = (await tenant.api.get('/v1/runs?limit=100')).body.runs.filter((r: { jobId: string }) => jobIds.has(r.jobId));
+          const runs: { jobId: string; status: string }[] = (await tenant.api.get('/v1/runs?limit=100')).body.runs.filter(
+            (r: { jobId: string }) => jobIds.has(r.jobId),
+          );
           seen = runs.map((r) => r.status).join(' ');
           const failed = runs.find((r) => r.status === 'failed') as { runId?: string } | undefined;
           if (failed) seen += ` ${JSON.stringify((await tenant.api.get(`/v1/runs/${failed.runId}`)).body.attemptLog)}`;
@@ -93,12 +97,19 @@ describe.runIf(RUN)('dispatchers with skewed clocks, on PostgreSQL', () => {
         },
         { timeoutMs: 30_000, what: `${RUNS} runs succeeded (skew ${skew || 'none'}; statuses: ${seen})` },
       ).catch((err: Error) => {
-        throw new Error(`${err.message}; statuses: ${seen}; received ${receiver.received.length - before}\n${dispatcher.output().slice(-3000)}`);
+        throw new Error(
+          `${err.message}; statuses: ${seen}; received ${receiver.received.length - before}\n${dispatcher.output().slice(-3000)}`,
+        );
       });
       const got: Received[] = receiver.received.slice(before);
       const lagsMs = got.map((r) => r.at - Date.parse(String(r.headers['chime-scheduled-for'])));
       const ids = got.map((r) => String(r.headers['webhook-id']));
-      const result = { skew: `${skew || 'none'}${beside ? ' beside a right clock' : ''}`, lagsMs, early: lagsMs.filter((l) => l < 0).length, duplicates: ids.length - new Set(ids).size };
+      const result = {
+        skew: `${skew || 'none'}${beside ? ' beside a right clock' : ''}`,
+        lagsMs,
+        early: lagsMs.filter((l) => l < 0).length,
+        duplicates: ids.length - new Set(ids).size,
+      };
       phases.push(result);
       return result;
     } finally {
@@ -116,6 +127,7 @@ describe.runIf(RUN)('dispatchers with skewed clocks, on PostgreSQL', () => {
       expect(p.duplicates, `runs sent twice with skew ${p.skew}`).toBe(0);
       expect(p.lagsMs.length, `deliveries with skew ${p.skew}`).toBe(RUNS + p.duplicates);
     }
-    for (const p of [ahead, behind]) expect(p99(p.lagsMs), `fire lag p99 with skew ${p.skew} against ${p99(right.lagsMs)} ms`).toBeLessThanOrEqual(p99(right.lagsMs) + 50);
+    for (const p of [ahead, behind])
+      expect(p99(p.lagsMs), `fire lag p99 with skew ${p.skew} against ${p99(right.lagsMs)} ms`).toBeLessThanOrEqual(p99(right.lagsMs) + 50);
   });
 });

@@ -13,10 +13,10 @@ import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openEmbedded } from '../../src/store/embedded.ts';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { freshDatabase, WITH_CITUS, type FreshDatabase } from '../support/databases.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { type FreshDatabase, freshDatabase, WITH_CITUS } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Received, type Receiver } from '../support/receiver.ts';
+import { type Received, type Receiver, startReceiver } from '../support/receiver.ts';
 
 /** Deterministic PRNG (mulberry32), so a failing run can be replayed with CHAOS_SEED. */
 function prng(seed: number): () => number {
@@ -161,7 +161,9 @@ describe.each(WITH_CITUS)('crash test on $kind', (target) => {
     };
     // What bounds them: a kill loses the results of the callbacks it had in flight and of those whose outcomes were
     // not yet written (gathered while other attempts were under way, at most 100 ms, or in a write not yet committed).
-    console.log(`crash test figures: ${JSON.stringify(figures)} (each duplicate is a callback sent before a kill whose result was not yet written)`);
+    console.log(
+      `crash test figures: ${JSON.stringify(figures)} (each duplicate is a callback sent before a kill whose result was not yet written)`,
+    );
 
     expect(kills.length).toBeGreaterThanOrEqual(3);
     // Issue #30: at most 8 sent twice per kill on average with three dispatchers (12–16 when outcomes always gathered
@@ -206,18 +208,16 @@ describe.each(WITH_CITUS)('crash test on $kind', (target) => {
  * Polls until every run of `jobIds` is final. Reads PostgreSQL directly (and returns its rows); the embedded database
  * is polled through the API (and read afterwards, once its process has stopped).
  */
-async function finalState(
-  url: string | null,
-  tenant: TestTenant,
-  jobIds: string[],
-): Promise<{ runs: RunRow[]; attempts: AttemptRow[] }> {
+async function finalState(url: string | null, tenant: TestTenant, jobIds: string[]): Promise<{ runs: RunRow[]; attempts: AttemptRow[] }> {
   const FINAL = new Set(['succeeded', 'failed', 'expired', 'skipped', 'canceled']);
   if (url) {
     const sql = postgres(url, { max: 1, onnotice: () => {} });
     try {
       await eventually(
         async () => {
-          const [row] = await sql<{ n: string }[]>`select count(*) as n from runs where status not in ('succeeded', 'failed', 'expired', 'skipped', 'canceled')`;
+          const [row] = await sql<
+            { n: string }[]
+          >`select count(*) as n from runs where status not in ('succeeded', 'failed', 'expired', 'skipped', 'canceled')`;
           return Number(row!.n) === 0;
         },
         { timeoutMs: 60_000, what: 'every run to be final' },
@@ -234,7 +234,8 @@ async function finalState(
     async () => {
       for (const jobId of [...pending]) {
         const res = await tenant.api.get(`/v1/jobs/${jobId}/runs`);
-        if (res.status === 200 && res.body.runs.length > 0 && res.body.runs.every((r: { status: string }) => FINAL.has(r.status))) pending.delete(jobId);
+        if (res.status === 200 && res.body.runs.length > 0 && res.body.runs.every((r: { status: string }) => FINAL.has(r.status)))
+          pending.delete(jobId);
       }
       return pending.size === 0;
     },

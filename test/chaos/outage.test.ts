@@ -8,11 +8,11 @@
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
 import { TEST_ENCRYPTION_KEY } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { postgresBinDir, startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { type PrivatePostgres, postgresBinDir, startPrivatePostgres } from '../support/private-postgres.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 
 // Needs the PostgreSQL server binaries (this machine and CI have them); say so rather than pass silently.
 const bin = postgresBinDir();
@@ -26,8 +26,12 @@ describe.runIf(bin !== null)('database outage', () => {
 
   afterAll(async () => {
     // A process that died on its own: its output says why.
-    for (const [name, p] of [['api', api], ['dispatcher', dispatcher]] as const) {
-      if (p && (p.child.exitCode !== null || p.child.signalCode !== null)) console.error(`${name} exited (${p.child.exitCode ?? p.child.signalCode}):\n${p.output()}`);
+    for (const [name, p] of [
+      ['api', api],
+      ['dispatcher', dispatcher],
+    ] as const) {
+      if (p && (p.child.exitCode !== null || p.child.signalCode !== null))
+        console.error(`${name} exited (${p.child.exitCode ?? p.child.signalCode}):\n${p.output()}`);
     }
     await dispatcher?.stop('SIGKILL');
     await api?.stop('SIGKILL');
@@ -38,7 +42,12 @@ describe.runIf(bin !== null)('database outage', () => {
   it('API answers 503 while PostgreSQL is down; afterwards every accepted job is delivered', { timeout: 240_000 }, async () => {
     pg = await startPrivatePostgres();
     receiver = await startReceiver();
-    const env = { DATABASE_URL: pg.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, CHIME_LEASE_MARGIN_MS: '2000', CHIME_REAP_INTERVAL_MS: '500' };
+    const env = {
+      DATABASE_URL: pg.url,
+      CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+      CHIME_LEASE_MARGIN_MS: '2000',
+      CHIME_REAP_INTERVAL_MS: '500',
+    };
     api = await startChime(env, ['serve', '--role', 'api']);
     dispatcher = await startChime(env, ['serve', '--role', 'dispatcher']);
     const tenant: TestTenant = await createTestTenant(api.url, 'outage');

@@ -4,14 +4,15 @@
  * running out, releases the leases of callbacks still in flight (at-least-once runs become due again, logged
  * `lease_lost`), and the process still exits 0.
  */
+
+import postgres from 'postgres';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openEmbedded } from '../../src/store/embedded.ts';
 import { createTestTenant, type TestTenant } from '../support/api.ts';
-import { startChime, type ChimeProcess } from '../support/chime-process.ts';
-import { DATABASE_TARGETS, freshDatabase, type FreshDatabase } from '../support/databases.ts';
+import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { DATABASE_TARGETS, type FreshDatabase, freshDatabase } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { startReceiver, type Receiver, type Reply } from '../support/receiver.ts';
-import postgres from 'postgres';
+import { type Receiver, type Reply, startReceiver } from '../support/receiver.ts';
 
 type RunState = { id: string; status: string; error_class: string | null };
 
