@@ -1,10 +1,11 @@
 /**
  * PostgreSQL through postgres.js (production, and Cloudflare Workers through Hyperdrive).
  */
-import postgres from 'postgres';
+
 import { drizzle } from 'drizzle-orm/postgres-js';
-import * as schema from './schema.ts';
+import postgres from 'postgres';
 import type { Database, Db } from './db.ts';
+import * as schema from './schema.ts';
 
 /** Pool size of one process unless configured. */
 export const DEFAULT_POOL_SIZE = 10;
