@@ -11,7 +11,7 @@
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { apiClient, createTestTenant, type TestTenant } from '../support/api.ts';
-import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { type ChimeProcess, killAll, startChime } from '../support/chime-process.ts';
 import { TEST_ENCRYPTION_KEY } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
 import { postgresBinDir } from '../support/private-postgres.ts';
@@ -32,11 +32,7 @@ describe.runIf(bin !== null)('failover to a synchronous standby', () => {
   const procs: [string, ChimeProcess][] = [];
 
   afterAll(async () => {
-    for (const [name, p] of procs) {
-      if (p.child.exitCode !== null || p.child.signalCode !== null)
-        console.error(`${name} exited (${p.child.exitCode ?? p.child.signalCode}):\n${p.output()}`);
-    }
-    for (const [, p] of procs) await p.stop('SIGKILL');
+    await killAll(procs);
     await receiver?.close();
     await pg?.destroy();
   });

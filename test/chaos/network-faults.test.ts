@@ -24,7 +24,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { errorChain, query } from '../../src/store/db.ts';
 import { ANSWER_GRACE_MS, CONNECTION_SETTINGS, openPostgres } from '../../src/store/postgres.ts';
 import { apiClient, createTestTenant, type TestTenant } from '../support/api.ts';
-import { type ChimeProcess, startChime } from '../support/chime-process.ts';
+import { type ChimeProcess, killAll, startChime } from '../support/chime-process.ts';
 import { type FreshDatabase, freshDatabase } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.ts';
@@ -43,11 +43,7 @@ describe.runIf(!!process.env.TEST_DATABASE_URL)('network faults between Chime an
   const procs: [string, ChimeProcess][] = [];
 
   afterAll(async () => {
-    for (const [name, p] of procs) {
-      if (p.child.exitCode !== null || p.child.signalCode !== null)
-        console.error(`${name} exited (${p.child.exitCode ?? p.child.signalCode}):\n${p.output()}`);
-    }
-    for (const [, p] of procs) await p.stop('SIGKILL');
+    await killAll(procs);
     await proxy?.close();
     await receiver?.close();
     await db?.drop();

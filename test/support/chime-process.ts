@@ -117,3 +117,15 @@ function listeningPort(output: string): number | null {
   }
   return null;
 }
+
+/**
+ * Stops test processes for good (SIGKILL), after printing the output of each that had already exited on its own (a
+ * crash the test did not cause), named as given.
+ */
+export async function killAll(procs: readonly (readonly [string, ChimeProcess])[]): Promise<void> {
+  for (const [name, p] of procs) {
+    if (p.child.exitCode !== null || p.child.signalCode !== null)
+      console.error(`${name} exited (${p.child.exitCode ?? p.child.signalCode}):\n${p.output()}`);
+  }
+  for (const [, p] of procs) await p.stop('SIGKILL');
+}
