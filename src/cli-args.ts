@@ -63,7 +63,7 @@ const DB_ENV = `environment:
 
 export const SERVE = command({
   name: 'serve',
-  args: '[--role api|dispatcher|all] [--dev]',
+  args: '[--role api|dispatcher|all] [--migrate] [--dev]',
   summary: 'run the service (default: all, on PORT)',
   details: `Runs the HTTP API and/or a dispatcher that delivers due callbacks. SIGTERM or SIGINT drains: in-flight
 callbacks get CHIME_SHUTDOWN_GRACE_MS to finish (a second signal cuts that short), then it exits 0.
@@ -71,9 +71,13 @@ callbacks get CHIME_SHUTDOWN_GRACE_MS to finish (a second signal cuts that short
 options:
   --role ROLE   api: the HTTP API only; dispatcher: delivers callbacks and answers only /healthz, /readyz
                 and /metrics; all: both in one process (default: all)
-  --dev         local development (what \`npm start\` runs): listens on 127.0.0.1 unless HOST is set, and
+  --migrate     apply pending migrations before starting (as CHIME_MIGRATE=true). Without it, on
+                PostgreSQL the service checks that the schema is current and refuses to start if not:
+                an operator runs \`chime migrate\` with a role that owns the schema. The embedded
+                database migrates by itself unless CHIME_MIGRATE=false
+  --dev         local development (what \`npm start\` runs): listens on 127.0.0.1 unless HOST is set,
                 allows callbacks to loopback and private addresses unless CHIME_ALLOW_PRIVATE_DESTINATIONS
-                is set
+                is set, and migrates unless CHIME_MIGRATE is set
   -h, --help    show this help
 
 On the embedded database, the first start creates a first tenant and writes its API key and signing secret to
@@ -90,20 +94,27 @@ environment:
   CHIME_LOG_LEVEL       fatal, error, warn, info, debug, trace or silent (default info)
   …and the other CHIME_* settings in README.md, "Configuration".
 `,
-  options: { role: { type: 'string', default: 'all' }, dev: { type: 'boolean', default: false } },
+  options: {
+    role: { type: 'string', default: 'all' },
+    migrate: { type: 'boolean', default: false },
+    dev: { type: 'boolean', default: false },
+  },
 });
 
 export const MIGRATE = command({
   name: 'migrate',
-  args: '',
-  summary: 'apply database migrations',
-  details: `Applies the database migrations that have not run yet, then exits (\`serve\` applies them too).
+  args: '[--status]',
+  summary: 'apply database migrations, or list them',
+  details: `Applies the database migrations that have not run yet, then exits. Run it with a role that owns the
+schema, before starting a new version (README "Upgrades"); \`serve --migrate\` does the same at start.
+Migrations only expand the schema, so the running version keeps working on it.
 
 options:
+  --status      list the migrations, each applied or pending, and change nothing
   -h, --help    show this help
 
 ${DB_ENV}`,
-  options: {},
+  options: { status: { type: 'boolean', default: false } },
 });
 
 export const TENANT_CREATE = command({

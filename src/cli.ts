@@ -39,6 +39,7 @@ import { openRuntime, type Runtime, startClockSync } from './runtime.ts';
 import { CipherError } from './store/cipher.ts';
 import { errorChain } from './store/db.ts';
 import { ensureJwtKey, JWKS_GRACE_MS, rotateJwtKey } from './store/jwt-keys.ts';
+import { SchemaBehindError, type SchemaStatus, schemaStatus } from './store/migrate.ts';
 import { checkPostgresPatch, PostgresPatchError } from './store/postgres-patch.ts';
 import { countDueRuns } from './store/queue/due-backlog.ts';
 import { createTenant } from './store/tenants.ts';
@@ -65,14 +66,19 @@ async function main(argv: string[]): Promise<number> {
       const role = values.role as (typeof ROLES)[number];
       if (!ROLES.includes(role)) throw usageError(SERVE, `--role must be one of ${ROLES.join(', ')}, not "${values.role}"`);
       // --dev (npm start): a laptop's defaults, each overridden by the variable when it is set.
-      const env = values.dev ? { HOST: '127.0.0.1', CHIME_ALLOW_PRIVATE_DESTINATIONS: 'true', ...process.env } : process.env;
-      return serve(loadConfig(env), role);
+      const devEnv = { HOST: '127.0.0.1', CHIME_ALLOW_PRIVATE_DESTINATIONS: 'true', CHIME_MIGRATE: 'true' };
+      const config = loadConfig(values.dev ? { ...devEnv, ...process.env } : process.env);
+      return serve({ ...config, migrate: config.migrate || values.migrate }, role);
     }
     case MIGRATE: {
-      parseCommand(MIGRATE, args);
-      const rt = await openDatabase(loadConfig(process.env));
-      await rt.database.close();
-      process.stderr.write('migrations applied\n');
+      const values = parseCommand(MIGRATE, args);
+      const rt = await openDatabase(loadConfig(process.env), { schema: values.status ? 'as-is' : 'migrate' });
+      try {
+        if (values.status) process.stdout.write(formatSchemaStatus(await schemaStatus(rt.database.db)));
+        else process.stderr.write('migrations applied\n');
+      } finally {
+        await rt.database.close();
+      }
       return 0;
     }
     case TENANT_CREATE: {
@@ -318,7 +324,7 @@ const DATA_DIR_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST',
  * embedded database, a data folder that cannot be created or written.
  * @throws StartupError as above; ConfigError, DataDirLockedError and anything unexpected as they are
  */
-async function openDatabase(config: Config, opts?: Parameters<typeof openRuntime>[1]): Promise<Runtime> {
+async function openDatabase(config: Config, opts: Parameters<typeof openRuntime>[1] = {}): Promise<Runtime> {
   if (config.databaseUrl) {
     try {
       checkPostgresPatch();
@@ -328,10 +334,23 @@ async function openDatabase(config: Config, opts?: Parameters<typeof openRuntime
     }
   }
   try {
-    return await openRuntime(config, opts);
+    return await openRuntime(config, { schema: config.migrate ? 'migrate' : 'check', ...opts });
   } catch (err) {
+    if (err instanceof SchemaBehindError) throw new StartupError(err.message);
     throw databaseError(err, config);
   }
+}
+
+/** `chime migrate --status`: one line per committed migration (`applied` or `pending`), then a summary. */
+function formatSchemaStatus(status: SchemaStatus): string {
+  const lines = [
+    ...status.applied.map((m) => `applied  ${m.tag}`),
+    ...status.pending.map((m) => `pending  ${m.tag}`),
+    `${status.applied.length} applied, ${status.pending.length} pending` +
+      (status.pending.length ? ': run `chime migrate`' : '') +
+      (status.newer ? `; the database also has ${status.newer} migration(s) of a later version of Chime` : ''),
+  ];
+  return `${lines.join('\n')}\n`;
 }
 
 /** An error of opening the database as a StartupError naming DATABASE_URL or CHIME_DATA_DIR, when it is one of those. */
@@ -354,6 +373,10 @@ function databaseError(err: unknown, config: Config): unknown {
     return new StartupError(`the database at ${server} refused the login (${detail}); check the user and password in DATABASE_URL`);
   if (code === '3D000')
     return new StartupError(`the database at ${server} has no such database (${detail}); check the database name in DATABASE_URL`);
+  if (code === '42501')
+    return new StartupError(
+      `the role in DATABASE_URL lacks a privilege (${detail}); grant what README "Database roles" lists, or migrate with \`chime migrate\` as the role that owns the schema`,
+    );
   return err;
 }
 

@@ -28,6 +28,7 @@ const EnvSchema = z.object({
     .optional(),
   CHIME_DATA_DIR: z.string().min(1).default(DEFAULT_DATA_DIR),
   CHIME_EMBEDDED_SYNC: z.enum(['on', 'off']).default('on'),
+  CHIME_MIGRATE: bool.optional(),
   CHIME_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   CHIME_SIGNUP: z.enum(['open', 'closed']).default('closed'),
   CHIME_ENCRYPTION_KEY: z.string().optional(),
@@ -56,6 +57,12 @@ export type Config = {
   dataDir: string;
   /** Whether the embedded database syncs each commit to disk (CHIME_EMBEDDED_SYNC; off: not crash-safe). */
   embeddedSync: boolean;
+  /**
+   * Whether `serve` (and the other commands but `migrate`) applies pending migrations first (CHIME_MIGRATE); otherwise
+   * it checks the schema and refuses a database that is behind. Default: on the embedded database, not on PostgreSQL,
+   * where an operator migrates with a role that owns the schema (README "Database roles").
+   */
+  migrate: boolean;
   adminToken: string | null;
   signup: 'open' | 'closed';
   /** Base64 of 32 bytes, or null to use/generate the key file of the embedded database. */
@@ -114,6 +121,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     databaseUrl: e.DATABASE_URL ?? null,
     dataDir: e.CHIME_DATA_DIR,
     embeddedSync: e.CHIME_EMBEDDED_SYNC === 'on',
+    migrate: e.CHIME_MIGRATE ?? !e.DATABASE_URL,
     adminToken: e.CHIME_ADMIN_TOKEN ?? null,
     signup: e.CHIME_SIGNUP,
     encryptionKey: e.CHIME_ENCRYPTION_KEY ?? null,

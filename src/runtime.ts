@@ -11,7 +11,7 @@ import { type Cipher, createCipher, ENCRYPTION_KEY_BYTES, fromBase64Url } from '
 import type { StoreContext } from './store/context.ts';
 import type { Database } from './store/db.ts';
 import { measureClockOffset } from './store/db-time.ts';
-import { migrateEmbedded, migratePostgresUrl } from './store/migrate.ts';
+import { checkSchemaCurrent, migrateEmbedded, migratePostgresUrl } from './store/migrate.ts';
 import { OpenJobsEstimates } from './store/open-jobs.ts';
 import { openPostgres } from './store/postgres.ts';
 
@@ -56,21 +56,33 @@ export function startClockSync(rt: Runtime, warn: (fields: Record<string, unknow
 }
 
 /**
- * Opens the database (postgres.js for DATABASE_URL, else PGlite in CHIME_DATA_DIR), applies migrations unless
- * `migrate: false`, and builds the cipher.
- * @throws ConfigError for a malformed encryption key; the driver's error when the database cannot be reached
+ * Opens the database (postgres.js for DATABASE_URL, else PGlite in CHIME_DATA_DIR) and builds the cipher. With
+ * `schema: 'migrate'` (the default) it applies pending migrations first; with `'check'` it refuses a schema that is
+ * behind (store/migrate.ts); with `'as-is'` it looks at neither (`chime migrate --status`).
+ * @throws ConfigError for a malformed encryption key; SchemaBehindError on `'check'`; the driver's error when the
+ *   database cannot be reached (or the role may not read drizzle's journal, 42501)
  */
-export async function openRuntime(config: Config, opts: { migrate?: boolean; poolSize?: number } = {}): Promise<Runtime> {
+export async function openRuntime(
+  config: Config,
+  opts: { schema?: 'migrate' | 'check' | 'as-is'; poolSize?: number } = {},
+): Promise<Runtime> {
+  const schema = opts.schema ?? 'migrate';
   const cipher = await createCipher(await loadEncryptionKey(config));
   let database: Database;
   if (config.databaseUrl) {
-    if (opts.migrate !== false) await migratePostgresUrl(config.databaseUrl);
+    if (schema === 'migrate') await migratePostgresUrl(config.databaseUrl);
     database = openPostgres(config.databaseUrl, { max: opts.poolSize });
   } else {
     const { openEmbedded } = await import('./store/embedded.ts');
     const embedded = await openEmbedded(config.dataDir, { sync: config.embeddedSync });
-    if (opts.migrate !== false) await migrateEmbedded(embedded.pg);
+    if (schema === 'migrate') await migrateEmbedded(embedded.pg);
     database = embedded;
+  }
+  if (schema === 'check') {
+    await checkSchemaCurrent(database.db).catch(async (err: unknown) => {
+      await database.close().catch(() => {});
+      throw err;
+    });
   }
   // On PostgreSQL every process follows the database's clock (measured now, kept in step by startClockSync).
   const databaseClock = config.databaseUrl ? new OffsetClock(systemClock) : null;

@@ -12,6 +12,7 @@
  *   chime_leases_reaped_total                   runs taken back from a dead or stalled dispatcher
  *   chime_runs_pruned_total                     finished runs deleted by retention
  *   chime_due_backlog                           waiting runs already due (read from the database at scrape)
+ *   chime_database_up                           1 when that read answered within DATABASE_READ_TIMEOUT_MS, else 0
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
@@ -82,16 +83,49 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
 }
 
 /**
- * Registers `chime_due_backlog`, read at each scrape by `count` (e.g. `countDueRuns`); a failed read reports -1
+ * How long a scrape waits for the due-backlog read before it reports the database down: well under Prometheus's
+ * default 10 s scrape timeout, so a database that hangs (a network partition: connecting alone may take 10 s) shows
+ * as `chime_database_up 0` instead of failing the whole scrape, which would read as the process being down.
+ */
+export const DATABASE_READ_TIMEOUT_MS = 5_000;
+
+/**
+ * Registers `chime_due_backlog`, read at each scrape by `count` (e.g. `countDueRuns`), and `chime_database_up`, whether
+ * that read answered. A failed read, or one slower than `timeoutMs`, reports a backlog of -1 and the database down
  * rather than failing the scrape, so the other metrics still arrive during a database outage.
  */
-export function registerDueBacklog(registry: Registry, count: () => Promise<number>): void {
+export function registerDueBacklog(registry: Registry, count: () => Promise<number>, timeoutMs = DATABASE_READ_TIMEOUT_MS): void {
+  // prom-client collects a scrape's metrics concurrently: both gauges await this one read, then the next scrape reads anew.
+  let pending: Promise<number> | null = null;
+  const read = (): Promise<number> =>
+    (pending ??= within(Promise.resolve().then(count), timeoutMs)
+      .catch(() => -1)
+      .finally(() => {
+        pending = null;
+      }));
   new Gauge({
     name: 'chime_due_backlog',
     help: 'Waiting runs already due (scheduled or retrying with next_attempt_at <= now); -1 when the database is unreachable.',
     registers: [registry],
     async collect() {
-      this.set(await count().catch(() => -1));
+      this.set(await read());
     },
   });
+  new Gauge({
+    name: 'chime_database_up',
+    help: `1 when the database answered this scrape's due-backlog read within ${timeoutMs / 1000} s, else 0.`,
+    registers: [registry],
+    async collect() {
+      this.set((await read()) < 0 ? 0 : 1);
+    },
+  });
+}
+
+/** `promise`, or a rejection once `ms` have passed without it settling. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

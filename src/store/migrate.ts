@@ -1,33 +1,112 @@
 /**
- * Applies the committed drizzle-kit migrations (`drizzle/`). Several processes may start at once against one
- * PostgreSQL: a session-level advisory lock makes them take turns, and drizzle's journal makes the second a no-op.
+ * The schema's migrations: the committed drizzle-kit migrations (`drizzle/`), applied by `chime migrate` (or `serve
+ * --migrate`), and the check `serve` makes otherwise. Several processes may migrate at once against one PostgreSQL: a
+ * session-level advisory lock makes them take turns, and drizzle's journal makes the second a no-op.
+ *
+ * Migrations follow expand / contract (docs/design.md "Upgrades"): a migration a release ships only adds (tables,
+ * nullable or defaulted columns, indexes) so the previous release keeps working on the new schema, and what a release
+ * stops using is dropped by a later release's contract migration. So a process accepts a database that has migrations
+ * it does not know (a later release applied them) and refuses one that lacks migrations it needs.
  */
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { sql } from 'drizzle-orm';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
-import postgres from 'postgres';
 import { distributeOnCitus } from './citus.ts';
+import { type Executor, query } from './db.ts';
+import { openPostgres } from './postgres.ts';
 
 /** The folder of committed migrations. */
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
 /** Advisory lock key that serializes migrations ("chime" in ASCII). */
 const MIGRATION_LOCK = 0x6368696d65;
 
+/** One committed migration: its tag (the file name without `.sql`) and its journal time, in ms since the epoch. */
+export type Migration = { tag: string; whenMs: number };
+
 /**
- * Migrates the PostgreSQL at `url` on a dedicated connection holding the migration lock; on a Citus coordinator,
- * then distributes the tables by the shard key (citus.ts).
+ * Where a database stands against this version's migrations. drizzle records each applied migration by its journal
+ * time, and applies every committed migration later than the latest one recorded (drizzle-orm's pg-core dialect
+ * `migrate`); `pending` follows the same rule, so it is exactly what `chime migrate` would apply.
+ */
+export type SchemaStatus = {
+  applied: Migration[];
+  pending: Migration[];
+  /** Migrations recorded in the database that this version does not have: a later release applied them. */
+  newer: number;
+};
+
+/** The schema lacks migrations this version needs; `serve` refuses to start on it without `--migrate`. */
+export class SchemaBehindError extends Error {
+  override name = 'SchemaBehindError';
+  constructor(readonly pending: Migration[]) {
+    const n = pending.length;
+    super(
+      `the database schema is ${n} migration${n === 1 ? '' : 's'} behind this version of Chime (pending: ${pending.map((m) => m.tag).join(', ')}); ` +
+        'run `chime migrate` as the role that owns the schema, or start with --migrate',
+    );
+  }
+}
+
+/** The committed migrations, in order (drizzle/meta/_journal.json). */
+export function committedMigrations(): Migration[] {
+  const journal = JSON.parse(readFileSync(`${MIGRATIONS_FOLDER}/meta/_journal.json`, 'utf8')) as {
+    entries: { tag: string; when: number }[];
+  };
+  return journal.entries.map((e) => ({ tag: e.tag, whenMs: e.when }));
+}
+
+/**
+ * Reads which committed migrations the database has. Needs only SELECT on drizzle's journal table (none on a
+ * database never migrated: then every migration is pending).
+ * @throws the driver's error (42501 when the role may not read the journal table)
+ */
+export async function schemaStatus(db: Executor): Promise<SchemaStatus> {
+  const [journal] = await query<{ present: boolean }>(db, sql`select to_regclass('drizzle.__drizzle_migrations') is not null as present`);
+  const recorded = journal!.present
+    ? (await query<{ created_at: string | number }>(db, sql`select created_at from drizzle.__drizzle_migrations`)).map((r) =>
+        Number(r.created_at),
+      )
+    : [];
+  const latest = Math.max(Number.NEGATIVE_INFINITY, ...recorded);
+  const committed = committedMigrations();
+  const lastCommitted = committed.at(-1)?.whenMs ?? Number.NEGATIVE_INFINITY;
+  return {
+    applied: committed.filter((m) => m.whenMs <= latest),
+    pending: committed.filter((m) => m.whenMs > latest),
+    newer: recorded.filter((when) => when > lastCommitted).length,
+  };
+}
+
+/**
+ * Checks that the database has every migration this version needs.
+ * @returns the status (its `newer` is not an error: expand / contract keeps this version working on it)
+ * @throws SchemaBehindError when migrations are pending; the driver's error as `schemaStatus`
+ */
+export async function checkSchemaCurrent(db: Executor): Promise<SchemaStatus> {
+  const status = await schemaStatus(db);
+  if (status.pending.length > 0) throw new SchemaBehindError(status.pending);
+  return status;
+}
+
+/**
+ * Migrates the PostgreSQL at `url` on one connection of Chime's connector (with several hosts, the writable one)
+ * holding the migration lock, with no statement_timeout (a migration may rewrite a large table); on a Citus
+ * coordinator, then distributes the tables by the shard key (citus.ts).
  * @throws the driver's error when the server is unreachable or a migration fails (nothing half-applied: each
  *   run of pending migrations is one transaction)
  */
 export async function migratePostgresUrl(url: string): Promise<void> {
-  const client = postgres(url, { max: 1, onnotice: () => {} });
+  const database = openPostgres(url, { max: 1, statementTimeoutMs: 0 });
+  const client = database.sql;
   try {
     await client`select pg_advisory_lock(${MIGRATION_LOCK})`;
     await migratePostgres(drizzlePostgres(client), { migrationsFolder: MIGRATIONS_FOLDER });
     await distributeOnCitus(client);
     await client`select pg_advisory_unlock(${MIGRATION_LOCK})`;
   } finally {
-    await client.end({ timeout: 5 });
+    await database.close();
   }
 }
 

@@ -37,6 +37,11 @@ export type PostgresOptions = {
   onNotice?: (message: string) => void;
   /** Called with every statement and its parameters (drizzle's query logger); for tests that inspect statements. */
   onStatement?: (query: string, params: readonly unknown[]) => void;
+  /**
+   * `statement_timeout` of the connections, ms (default CONNECTION_SETTINGS'; 0: none, and no dead-connection watch,
+   * for migrations, whose statements may run long). A `statement_timeout` in the URL wins, as for every setting.
+   */
+  statementTimeoutMs?: number;
 };
 
 /**
@@ -76,7 +81,7 @@ export function openPostgres(url: string, opts: PostgresOptions = {}): Database 
     connection: {
       application_name: 'chime',
       plan_cache_mode: 'force_custom_plan',
-      statement_timeout: String(s.statementTimeoutMs),
+      statement_timeout: String(opts.statementTimeoutMs ?? s.statementTimeoutMs),
       idle_in_transaction_session_timeout: String(s.idleInTransactionSessionTimeoutMs),
       tcp_keepalives_idle: String(s.serverKeepalivesIdleS),
       tcp_keepalives_interval: String(s.serverKeepalivesIntervalS),

@@ -99,7 +99,7 @@ async function register(tenants: TestTenant[], runs: number, callbackUrl: string
 }
 
 async function drainOn(target: Target, receiver: BenchReceiver, o: { runs: number; tenants: number }): Promise<Figures> {
-  const env = { DATABASE_URL: target.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY };
+  const env = { DATABASE_URL: target.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, CHIME_MIGRATE: 'true' };
   const api = await startChime(env, ['serve', '--role', 'api']);
   let dispatcher: ChimeProcess | null = null;
   const sql = postgres(target.url, { max: 1, onnotice: () => {} });

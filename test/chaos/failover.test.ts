@@ -44,7 +44,7 @@ describe.runIf(bin !== null)('failover to a synchronous standby', () => {
     receiver = await startReceiver();
     // The default lease margin (30 s): every process lives through the failover, so nothing waits for a lease to expire
     // unless a claim committed just before the kill never got its answer.
-    const env = { DATABASE_URL: pg.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY };
+    const env = { DATABASE_URL: pg.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, CHIME_MIGRATE: 'true' };
     const api = await startChime(env, ['serve', '--role', 'api']);
     procs.push(['api', api]);
     for (const name of ['dispatcher-1', 'dispatcher-2']) procs.push([name, await startChime(env, ['serve', '--role', 'dispatcher'])]);

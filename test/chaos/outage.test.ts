@@ -45,6 +45,7 @@ describe.runIf(bin !== null)('database outage', () => {
     const env = {
       DATABASE_URL: pg.url,
       CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+      CHIME_MIGRATE: 'true',
       CHIME_LEASE_MARGIN_MS: '2000',
       CHIME_REAP_INTERVAL_MS: '500',
     };

@@ -44,7 +44,7 @@ describe.runIf(CITUS_TESTS)('Chime on a Citus cluster (coordinator + 2 workers)'
 
   beforeAll(async () => {
     cluster = await startCitusCluster(2);
-    env = { DATABASE_URL: cluster.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY };
+    env = { DATABASE_URL: cluster.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, CHIME_MIGRATE: 'true' };
     receiver = await startReceiver(() => ({ status: 200 }));
   }, 180_000);
   afterAll(async () => {

@@ -76,7 +76,7 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
   }
 
   it('loses no accepted run, and every tenant on either worker is delivered', { timeout: 300_000 }, async () => {
-    const env = { DATABASE_URL: cluster.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, ...CHAOS_ENV };
+    const env = { DATABASE_URL: cluster.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, CHIME_MIGRATE: 'true', ...CHAOS_ENV };
     const api = await startChime(env, ['serve', '--role', 'api']);
     processes.push(api, ...(await Promise.all([0, 1].map(() => startChime(env, ['serve', '--role', 'dispatcher'])))));
 

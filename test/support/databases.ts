@@ -54,7 +54,7 @@ export async function freshDatabase(target: DatabaseTarget): Promise<FreshDataba
   if (target.kind === 'citus') {
     const cluster = await startCitusCluster(2);
     return {
-      env: { DATABASE_URL: cluster.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY },
+      env: { DATABASE_URL: cluster.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, CHIME_MIGRATE: 'true' },
       url: cluster.url,
       dataDir: null,
       cluster,
@@ -70,7 +70,7 @@ export async function freshDatabase(target: DatabaseTarget): Promise<FreshDataba
   u.pathname = `/${name}`;
   const url = u.toString();
   return {
-    env: { DATABASE_URL: url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY },
+    env: { DATABASE_URL: url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, CHIME_MIGRATE: 'true' },
     url,
     dataDir: null,
     cluster: null,

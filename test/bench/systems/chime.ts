@@ -41,6 +41,7 @@ function baseEnv(dbUrl: string): Record<string, string> {
   return {
     DATABASE_URL: dbUrl,
     CHIME_ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
+    CHIME_MIGRATE: 'true',
     CHIME_ALLOW_PRIVATE_DESTINATIONS: 'true',
     CHIME_LOG_LEVEL: 'warn',
   };
