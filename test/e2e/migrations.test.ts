@@ -18,7 +18,8 @@ import { startReceiver } from '../support/receiver.ts';
 
 const ADMIN_URL = process.env.TEST_DATABASE_URL;
 const TAGS = committedMigrations().map((m) => m.tag);
-const show = (run: { code: number | null; stdout: string; stderr: string }) => `exit ${run.code}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`;
+const show = (run: { code: number | null; stdout: string; stderr: string }) =>
+  `exit ${run.code}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`;
 
 /** The SQL of README's "Database roles and migrations" block that grants the service role its privileges. */
 function readmeGrants(): string {
@@ -86,7 +87,9 @@ describe.runIf(ADMIN_URL)('migrations on PostgreSQL, by the operator', () => {
     );
 
     const before = await runChime(env, ['migrate', '--status']);
-    expect(before.stdout, show(before)).toBe(`${TAGS.map((t) => `pending  ${t}`).join('\n')}\n0 applied, ${TAGS.length} pending: run \`chime migrate\`\n`);
+    expect(before.stdout, show(before)).toBe(
+      `${TAGS.map((t) => `pending  ${t}`).join('\n')}\n0 applied, ${TAGS.length} pending: run \`chime migrate\`\n`,
+    );
     // --status changes nothing: serve still refuses.
     expect((await runChime(env, ['serve'])).code).toBe(1);
 
@@ -120,7 +123,10 @@ describe.runIf(ADMIN_URL)('migrations on PostgreSQL, by the operator', () => {
     expect(migrated.code, show(migrated)).toBe(0);
 
     // The README's GRANTs, run by the owner with the README's role names replaced by this test's.
-    const grants = readmeGrants().replaceAll('chime_owner', owner).replaceAll('chime_service', service).replaceAll('DATABASE chime', `DATABASE ${database}`);
+    const grants = readmeGrants()
+      .replaceAll('chime_owner', owner)
+      .replaceAll('chime_service', service)
+      .replaceAll('DATABASE chime', `DATABASE ${database}`);
     const asOwner = postgres(ownerEnv.DATABASE_URL, { max: 1, onnotice: () => {} });
     await asOwner.unsafe(grants);
     await asOwner.end();
