@@ -20,13 +20,13 @@ export function buildChime(): void {
 }
 
 /**
- * Spawns `node CHIME_CLI <args>` in the repository root with exactly `env` plus PATH and HOME, no stdin, output piped. `node`
- * itself, not a wrapper (npm, the tsx CLI) that would run the service in a child process: a SIGKILL sent to the
- * wrapper would leave the real service running as an orphan.
+ * Spawns `node CHIME_CLI <args>` in the repository root (or in `root`, another checkout: an earlier release) with exactly
+ * `env` plus PATH and HOME, no stdin, output piped. `node` itself, not a wrapper (npm, the tsx CLI) that would run the
+ * service in a child process: a SIGKILL sent to the wrapper would leave the real service running as an orphan.
  */
-export function spawnChime(args: string[], env: Record<string, string>): ChildProcessByStdio<null, Readable, Readable> {
+export function spawnChime(args: string[], env: Record<string, string>, root = ROOT): ChildProcessByStdio<null, Readable, Readable> {
   return spawn(process.execPath, [CHIME_CLI, ...args], {
-    cwd: ROOT,
+    cwd: root,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

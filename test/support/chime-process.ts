@@ -66,17 +66,22 @@ export async function freePortsBelowEphemeral(count = 1): Promise<number> {
  * Without `env.PORT` the process binds port 0 and the port is read from its own "listening" log line: a port picked
  * free beforehand can be taken by another test's process in between, and then the readiness check would be answered
  * by that process while this one had died of EADDRINUSE. So `CHIME_LOG_LEVEL` is `info` unless given (the line is
- * logged at info). With `env.PORT` (a restart on the port a client points at) that port is used as it is.
+ * logged at info). With `env.PORT` (a restart on the port a client points at) that port is used as it is. With `root`,
+ * the build of another checkout runs (an earlier release: test/support/previous-release.ts).
  * @throws when the process exits or is not ready within 30 s (it is killed then), with its output
  */
-export async function startChime(env: Record<string, string>, args: string[] = ['serve']): Promise<ChimeProcess> {
-  const child = spawnChime(args, {
-    CHIME_ADMIN_TOKEN: ADMIN_TOKEN,
-    CHIME_ALLOW_PRIVATE_DESTINATIONS: 'true',
-    CHIME_LOG_LEVEL: 'info',
-    PORT: '0',
-    ...env,
-  });
+export async function startChime(env: Record<string, string>, args: string[] = ['serve'], root?: string): Promise<ChimeProcess> {
+  const child = spawnChime(
+    args,
+    {
+      CHIME_ADMIN_TOKEN: ADMIN_TOKEN,
+      CHIME_ALLOW_PRIVATE_DESTINATIONS: 'true',
+      CHIME_LOG_LEVEL: 'info',
+      PORT: '0',
+      ...env,
+    },
+    root,
+  );
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
