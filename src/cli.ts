@@ -12,6 +12,8 @@ import type { Agent } from 'undici';
 import pkg from '../package.json' with { type: 'json' };
 import { createApp } from './api/app.ts';
 import { type MetricsExposition, opsRoutes } from './api/ops.ts';
+import type { RequestRecord } from './api/requests.ts';
+import { buildInfo } from './build-info.ts';
 import {
   KEYS_ROTATE_JWT,
   LISTEN,
@@ -35,6 +37,7 @@ import { createKeyring } from './dispatch/keyring.ts';
 import { createDispatchMetrics, registerDueBacklog } from './dispatch/metrics.ts';
 import { createdTenantJson, ensureFirstTenant } from './first-tenant.ts';
 import { tuneHeap } from './heap-tuning.ts';
+import { createRequestMetrics, registerBuildInfo } from './request-metrics.ts';
 import { openRuntime, type Runtime, startClockSync } from './runtime.ts';
 import { CipherError } from './store/cipher.ts';
 import { errorChain } from './store/db.ts';
@@ -51,6 +54,9 @@ const ROLES = ['api', 'dispatcher', 'all'] as const;
  * dispatcher's CPU; 100 ms still sees any stall long enough to matter to callbacks.
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
+
+/** Routes of probes and scrapes: their access-log lines are debug, or each scrape would log one at info. */
+const OPS_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** A failure to start that the user can fix: printed as one line (`chime: <message>`), exit 1, no stack trace. */
 class StartupError extends Error {
@@ -157,6 +163,8 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   const dispatchMetrics = createDispatchMetrics(registry);
   registerDueBacklog(registry, () => countDueRuns(rt.database.db, rt.clock.now()));
+  registerBuildInfo(registry, buildInfo());
+  const requestMetrics = createRequestMetrics(registry);
   const metrics = { contentType: registry.contentType, render: () => registry.metrics() };
 
   let dispatcher: Dispatcher | null = null;
@@ -180,13 +188,14 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   let housekeeper: Housekeeper | null = null;
   let callbackAgent: Agent | null = null;
   // A dispatcher-only process still answers /healthz, /readyz and /metrics on PORT.
-  const server = await (role === 'dispatcher' ? startOpsServer(config, rt, logger, metrics) : startApi(config, rt, logger, metrics)).catch(
-    async (err: unknown) => {
-      // Its open connections (or the embedded database's lock) would keep the process from exiting.
-      await rt.database.close().catch(() => {});
-      throw err;
-    },
-  );
+  const server = await (role === 'dispatcher'
+    ? startOpsServer(config, rt, logger, metrics)
+    : startApi(config, rt, logger, metrics, requestMetrics)
+  ).catch(async (err: unknown) => {
+    // Its open connections (or the embedded database's lock) would keep the process from exiting.
+    await rt.database.close().catch(() => {});
+    throw err;
+  });
   if (role !== 'api') {
     callbackAgent = createCallbackAgent({ allowPrivate: config.allowPrivateDestinations });
     housekeeper = createHousekeeper({
@@ -224,7 +233,13 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   return 0;
 }
 
-async function startApi(config: Config, rt: Runtime, logger: Logger, metrics: MetricsExposition): Promise<ServerType> {
+async function startApi(
+  config: Config,
+  rt: Runtime,
+  logger: Logger,
+  metrics: MetricsExposition,
+  countRequest: (r: RequestRecord) => void,
+): Promise<ServerType> {
   const assets = await loadWebAssets();
   if (!assets) logger.warn('the web assets are not built (npm run build): /console and /docs answer 503');
   const app = createApp({
@@ -246,7 +261,13 @@ async function startApi(config: Config, rt: Runtime, logger: Logger, metrics: Me
       if (!r.ok && /could not resolve/.test(r.reason)) return { ok: true };
       return r.ok ? { ok: true } : r;
     },
-    onUnexpectedError: (err) => logger.error({ err }, 'unexpected error in a request'),
+    onUnexpectedError: (err, request) => logger.error({ err, ...request }, 'unexpected error in a request'),
+    // The access log: one line per request, never a key or a body; probes and scrapes at debug.
+    onRequest: (r) => {
+      countRequest(r);
+      if (OPS_ROUTES.has(r.route)) logger.debug(r, 'request');
+      else logger.info(r, 'request');
+    },
     // The socket's peer: X-Forwarded-For is not trusted (Chime has no trusted-proxy setting), so behind a proxy every
     // client shares the proxy's address.
     clientAddress: (c) => getConnInfo(c).remote.address,

@@ -19,6 +19,7 @@ import { jsonGuard, requireJsonMediaType } from './json-guard.ts';
 import { opsRoutes } from './ops.ts';
 import { ApiError, problemResponse, schemaFieldErrors, validationError } from './problems.ts';
 import { rateLimit, TokenBuckets } from './rate-limit.ts';
+import { requestContext, requestIdOf } from './requests.ts';
 import { batchRoutes } from './routes/batch.ts';
 import { bulkRoutes } from './routes/bulk.ts';
 import { errorCodes } from './routes/common.ts';
@@ -46,6 +47,10 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     },
   });
 
+  app.use(
+    '*',
+    requestContext(deps.onRequest, () => performance.now()),
+  );
   app.use('*', async (c, next) => {
     c.set('deps', deps);
     await next();
@@ -85,6 +90,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
       );
     }
     c.set('tenantId', auth.tenantId);
+    c.set('keyId', auth.keyId);
     await next();
   };
   const limits = deps.config.limits;
@@ -128,7 +134,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     }
     return problemResponse(c, new ApiError('not_found', `no route ${c.req.method} ${c.req.path}`));
   });
-  app.onError((err, c) => problemResponse(c, toApiError(err, deps)));
+  app.onError((err, c) => problemResponse(c, toApiError(err, deps, requestIdOf(c))));
   return app;
 }
 
@@ -141,7 +147,7 @@ function pathPattern(path: string): RegExp {
  * Maps anything thrown to an ApiError: the one place where the store's refusals become HTTP problems (routes throw
  * ApiError for what they decide themselves). Unexpected errors are reported to `onUnexpectedError`, never shown.
  */
-function toApiError(err: unknown, deps: AppDeps): ApiError {
+function toApiError(err: unknown, deps: AppDeps, requestId: string | undefined): ApiError {
   if (err instanceof ApiError) return err;
   const refused = storeRefusal(err);
   if (refused) return refused;
@@ -153,7 +159,7 @@ function toApiError(err: unknown, deps: AppDeps): ApiError {
   }
   if (isDatabaseUnavailable(err))
     return new ApiError('unavailable', 'the database is not reachable; try again shortly', undefined, { 'retry-after': '1' });
-  deps.onUnexpectedError?.(err);
+  deps.onUnexpectedError?.(err, { requestId });
   return new ApiError('internal', 'an unexpected error occurred');
 }
 

@@ -4,6 +4,7 @@ import type { WebAssets } from '../console/assets.ts';
 import type { StoreContext } from '../store/context.ts';
 import type { Database } from '../store/db.ts';
 import type { MetricsExposition } from './ops.ts';
+import type { RequestRecord } from './requests.ts';
 
 /** Resolves a callback host at registration and refuses non-public addresses (Node: DNS; Workers: none). */
 export type ResolveHost = (hostname: string) => Promise<{ ok: true } | { ok: false; reason: string }>;
@@ -45,8 +46,10 @@ export type AppDeps = {
   resolveHost?: ResolveHost;
   /** Prometheus exposition of the process's metrics for `GET /metrics` (absent: 404, e.g. on Workers). */
   metrics?: MetricsExposition;
-  /** Called with unexpected errors (5xx); the response never carries them. */
-  onUnexpectedError?: (err: unknown) => void;
+  /** Called with unexpected errors (5xx) and the request's id; the response never carries them. */
+  onUnexpectedError?: (err: unknown, request: { requestId?: string }) => void;
+  /** Called once per answered request (the access log, the request metrics: src/api/requests.ts). */
+  onRequest?: (record: RequestRecord) => void;
   /**
    * The client's network address of a request, for per-address limits (Node: the socket's peer, from
    * @hono/node-server's getConnInfo; forwarded headers are not trusted). Absent or undefined: all such requests
@@ -59,4 +62,4 @@ export type AppDeps = {
   assets?: WebAssets;
 };
 
-export type AppEnv = { Variables: { deps: AppDeps; tenantId: string } };
+export type AppEnv = { Variables: { deps: AppDeps; tenantId: string; keyId: string; requestId: string } };

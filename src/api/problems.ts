@@ -3,6 +3,7 @@
  * (`urn:chime:problem:<code>`), rendered by one `app.onError` as `application/problem+json`.
  */
 import type { Context } from 'hono';
+import { requestIdOf } from './requests.ts';
 
 export const PROBLEMS = Object.freeze({
   validation: { status: 400, title: 'The request is invalid' },
@@ -65,15 +66,15 @@ export function validationError(errors: FieldError[]): ApiError {
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-/** The RFC 9457 body of a problem: `{ type, title, status, detail, errors? }`. */
-export function problemBody(code: ProblemCode, detail: string, errors?: FieldError[]) {
+/** The RFC 9457 body of a problem: `{ type, title, status, detail, errors?, requestId? }`. */
+export function problemBody(code: ProblemCode, detail: string, errors?: FieldError[], requestId?: string) {
   const { title, status } = PROBLEMS[code];
-  return { type: `urn:chime:problem:${code}`, title, status, detail, ...(errors ? { errors } : {}) };
+  return { type: `urn:chime:problem:${code}`, title, status, detail, ...(errors ? { errors } : {}), ...(requestId ? { requestId } : {}) };
 }
 
-/** The problem+json response of an ApiError. */
-export function problemResponse(_c: Context, err: ApiError): Response {
-  return new Response(JSON.stringify(problemBody(err.code, err.detail, err.errors)), {
+/** The problem+json response of an ApiError, with the request's id (src/api/requests.ts) in its body. */
+export function problemResponse(c: Context, err: ApiError): Response {
+  return new Response(JSON.stringify(problemBody(err.code, err.detail, err.errors, requestIdOf(c))), {
     status: err.status,
     headers: { 'content-type': PROBLEM_CONTENT_TYPE, ...(err.headers ?? {}) },
   });

@@ -234,6 +234,8 @@ export const ProblemSchema = z
     status: z.number(),
     detail: z.string(),
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    /** The request's id (its `X-Request-Id` response header): quote it when reporting a problem. */
+    requestId: z.string().optional(),
   })
   .openapi('Problem');
 

@@ -7,6 +7,7 @@ import { type ServerType, serve } from '@hono/node-server';
 import { sql } from 'drizzle-orm';
 import { createApp } from '../../src/api/app.ts';
 import type { AppConfig, ResolveHost } from '../../src/api/env.ts';
+import type { RequestRecord } from '../../src/api/requests.ts';
 import { loadWebAssets } from '../../src/console/load-node.ts';
 import { type Clock, systemClock } from '../../src/domain/clock.ts';
 import { createCipher } from '../../src/store/cipher.ts';
@@ -50,7 +51,9 @@ export type TestAppOptions = {
   /** Where the data lives; default an in-memory PGlite (fastest). */
   target?: DatabaseTarget;
   clock?: Clock;
-  onUnexpectedError?: (err: unknown) => void;
+  onUnexpectedError?: (err: unknown, request: { requestId?: string }) => void;
+  /** Called once per answered request (src/api/requests.ts). */
+  onRequest?: (record: RequestRecord) => void;
   /** The host-name check of callback URLs (`chime serve` passes a DNS lookup; default none). */
   resolveHost?: ResolveHost;
 };
@@ -97,6 +100,7 @@ export async function startTestApp(config: Partial<AppConfig> = {}, clockOrOptio
       database: db,
       config: { ...TEST_APP_CONFIG, ...config, ...overrides },
       onUnexpectedError: opts.onUnexpectedError,
+      onRequest: opts.onRequest,
       resolveHost: opts.resolveHost,
     });
     return { app, fetch: ((input, init) => Promise.resolve(app.request(input, init))) as Fetch };

@@ -2101,6 +2101,7 @@ export interface components {
                 path: string;
                 message: string;
             }[];
+            requestId?: string;
         };
         ApiKey: {
             keyId: string;
