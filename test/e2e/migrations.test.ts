@@ -114,6 +114,21 @@ describe.runIf(ADMIN_URL)('migrations on PostgreSQL, by the operator', () => {
     procs.pop();
   }, 120_000);
 
+  it('serve --migrate applies the migrations of a fresh database and starts', async () => {
+    const other = await freshDatabase({ kind: 'postgres' });
+    try {
+      const env = { DATABASE_URL: other.url!, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY };
+      const chime = await startChime(env, ['serve', '--role', 'dispatcher', '--migrate']);
+      procs.push(['dispatcher with --migrate', chime]);
+      expect(await chime.stop()).toBe(0);
+      procs.pop();
+      const status = await runChime(env, ['migrate', '--status']);
+      expect(status.stdout).toMatch(new RegExp(`\\n${TAGS.length} applied, 0 pending\\n$`));
+    } finally {
+      await other.drop();
+    }
+  }, 60_000);
+
   it('the API and a dispatcher run under a role with only SELECT/INSERT/UPDATE/DELETE, granted as the README says', async () => {
     await admin.unsafe(`create role ${owner} login`);
     await admin.unsafe(`create role ${service} login`);
