@@ -20,6 +20,7 @@ import { opsRoutes } from './ops.ts';
 import { ApiError, problemResponse, schemaFieldErrors, validationError } from './problems.ts';
 import { rateLimit, TokenBuckets } from './rate-limit.ts';
 import { requestContext, requestIdOf } from './requests.ts';
+import { requireScope } from './route-scopes.ts';
 import { batchRoutes } from './routes/batch.ts';
 import { bulkRoutes } from './routes/bulk.ts';
 import { errorCodes } from './routes/common.ts';
@@ -91,12 +92,15 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     }
     c.set('tenantId', auth.tenantId);
     c.set('keyId', auth.keyId);
+    c.set('keyPrefix', auth.prefix);
+    c.set('scopes', auth.scopes);
     await next();
   };
   const limits = deps.config.limits;
   const buckets = limits && limits.ratePerSecond > 0 ? new TokenBuckets(limits.ratePerSecond, limits.burst) : null;
   for (const path of ['/v1/*', '/jobs/*']) {
     app.use(path, requireApiKey);
+    app.use(path, requireScope());
     if (buckets) app.use(path, rateLimit(buckets, deps.store.clock));
     app.use(path, requireJsonMediaType());
     app.use(path, jsonGuard({ except: [BATCH_PATH] })); // the batch route checks each job on its own

@@ -62,4 +62,6 @@ export type AppDeps = {
   assets?: WebAssets;
 };
 
-export type AppEnv = { Variables: { deps: AppDeps; tenantId: string; keyId: string; requestId: string } };
+export type AppEnv = {
+  Variables: { deps: AppDeps; tenantId: string; keyId: string; keyPrefix: string; scopes: readonly string[]; requestId: string };
+};

@@ -10,6 +10,8 @@ export const PROBLEMS = Object.freeze({
   malformed_json: { status: 400, title: 'The request body is not valid JSON' },
   unauthorized: { status: 401, title: 'Missing or invalid credentials' },
   forbidden: { status: 403, title: 'Not allowed' },
+  /** The API key lacks the scope the route needs, or a key asked to grant more than it holds. */
+  insufficient_scope: { status: 403, title: 'Insufficient scope' },
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },

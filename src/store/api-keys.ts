@@ -1,6 +1,7 @@
 /** API keys: created, listed, revoked per tenant; authenticated by prefix lookup and constant-time hash compare. */
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import { newId } from '../domain/ids.ts';
+import { ALL_SCOPES, type KeyScope, normalizeScopes } from '../domain/scopes.ts';
 import { shardOf } from '../domain/shard.ts';
 import type { StoreContext } from './context.ts';
 import { apiKeyPrefix, apiKeyShard, generateApiKey, sha256Hex, timingSafeEqualStrings } from './credentials.ts';
@@ -15,6 +16,8 @@ export type ApiKeyInfo = {
   createdAt: Date;
   expiresAt: Date | null;
   lastUsedAt: Date | null;
+  /** What the key may do (domain/scopes.ts), in stored form (`normalizeScopes`). */
+  scopes: KeyScope[];
 };
 
 /** `lastUsedAt` is written at most this often per key, so authentication stays a read. */
@@ -24,8 +27,9 @@ export const LAST_USED_RESOLUTION_MS = 60_000;
 export async function createApiKey(
   ctx: StoreContext,
   tenantId: string,
-  input: { name: string; expiresAt: Date | null },
+  input: { name: string; expiresAt: Date | null; scopes?: readonly string[] },
 ): Promise<ApiKeyInfo & { key: string }> {
+  const scopes = normalizeScopes(input.scopes ?? [ALL_SCOPES]);
   const { key, prefix, hash } = await generateApiKey(shardOf(tenantId));
   const row = {
     shard: shardOf(tenantId),
@@ -36,9 +40,10 @@ export async function createApiKey(
     keyHash: hash,
     createdAt: new Date(ctx.clock.now()),
     expiresAt: input.expiresAt,
+    scopes,
   };
   await ctx.db.insert(apiKeys).values(row);
-  return { keyId: row.id, name: row.name, prefix, createdAt: row.createdAt, expiresAt: row.expiresAt, lastUsedAt: null, key };
+  return { keyId: row.id, name: row.name, prefix, createdAt: row.createdAt, expiresAt: row.expiresAt, lastUsedAt: null, scopes, key };
 }
 
 /** The tenant's keys that are not revoked, newest first, without secrets. */
@@ -55,6 +60,7 @@ export async function listApiKeys(ctx: StoreContext, tenantId: string): Promise<
     createdAt: r.createdAt,
     expiresAt: r.expiresAt,
     lastUsedAt: r.lastUsedAt,
+    scopes: r.scopes as KeyScope[],
   }));
 }
 
@@ -99,9 +105,12 @@ function keyLookupsOf(db: Executor) {
 
 /**
  * Finds the tenant a presented key belongs to: prefix lookup, then a constant-time comparison of SHA-256 hashes.
- * @returns the tenant id and key id, or null for an unknown, revoked or expired key
+ * @returns the tenant id, key id, prefix and scopes, or null for an unknown, revoked or expired key
  */
-export async function authenticateApiKey(ctx: StoreContext, presented: string): Promise<{ tenantId: string; keyId: string } | null> {
+export async function authenticateApiKey(
+  ctx: StoreContext,
+  presented: string,
+): Promise<{ tenantId: string; keyId: string; prefix: string; scopes: KeyScope[] } | null> {
   const prefix = apiKeyPrefix(presented);
   const shard = apiKeyShard(presented);
   if (!prefix || shard === null) return null;
@@ -119,5 +128,5 @@ export async function authenticateApiKey(ctx: StoreContext, presented: string): 
       .set({ lastUsedAt: new Date(now) })
       .where(and(eq(apiKeys.shard, row.shard), eq(apiKeys.id, row.id)));
   }
-  return { tenantId: row.tenantId, keyId: row.id };
+  return { tenantId: row.tenantId, keyId: row.id, prefix: row.prefix, scopes: row.scopes as KeyScope[] };
 }

@@ -58,6 +58,8 @@ export const apiKeys = pgTable(
     expiresAt: tz('expires_at'),
     lastUsedAt: tz('last_used_at'),
     revokedAt: tz('revoked_at'),
+    /** What the key may do (domain/scopes.ts); `{*}` for every key made before scopes existed. */
+    scopes: text('scopes').array().notNull().default(sql`'{*}'::text[]`),
   },
   (t) => [
     primaryKey({ name: 'api_keys_pkey', columns: [t.shard, t.id] }),

@@ -2,7 +2,7 @@
  * The console in Chromium (test/console/support.ts), signing in and keys: a wrong key refused then the right one
  * accepted; an API key created (shown once), revoked, listed as revoked and refused; revoking the tab's own key warns
  * that it signs the tab out, and does; an expired key refused and a tab whose key is revoked signed out; tenant B
- * seeing none of A's jobs; the signing secret's rotation and copy button.
+ * seeing none of A's jobs; the signing secret's rotation and copy button; a scoped key offered only what it may do.
  */
 
 import { Webhook } from 'standardwebhooks';
@@ -44,16 +44,16 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     expect(key).toMatch(/^chk_/);
     await h.shot(page, 'keys');
     const row = page.getByRole('row').filter({ hasText: 'laptop' });
-    expect(await row.getByRole('cell').nth(5).textContent()).toBe('active');
+    expect(await row.getByRole('cell').nth(6).textContent()).toBe('active');
     await row.getByRole('button', { name: 'Revoke' }).click();
     await row.getByRole('button', { name: 'Yes, revoke' }).click();
     // Still listed, as revoked (with when), and with nothing left to do.
-    await expect.poll(() => row.getByRole('cell').nth(5).textContent()).toMatch(/^revoked /);
+    await expect.poll(() => row.getByRole('cell').nth(6).textContent()).toMatch(/^revoked /);
     expect(await row.getByRole('button', { name: 'Revoke' }).count()).toBe(0);
     await page.reload();
     await loaded(page);
     await expect
-      .poll(() => page.getByRole('row').filter({ hasText: 'laptop' }).getByRole('cell').nth(5).textContent())
+      .poll(() => page.getByRole('row').filter({ hasText: 'laptop' }).getByRole('cell').nth(6).textContent())
       .toMatch(/^revoked /);
     const other = await h.newPage();
     await other.goto(`${h.url}/console`);
@@ -161,7 +161,57 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     expect(await page.getByText(/whsec_/).count()).toBe(0);
   });
 
+  it('offers a key only what its scopes allow, and grants new keys at most those scopes', async () => {
+    const s = await h.tenant('scoped');
+    const jobId = await h.makeJob(s, { name: 'scoped job', schedule: YEARLY, callback: { url: `${h.receiver.url}/ok` } });
+    const mint = async (scopes: string[]) => {
+      const r = await s.api.post('/v1/api-keys', { name: scopes.join('+'), scopes });
+      expect(r.status).toBe(201);
+      return { ...s, apiKey: r.body.key as string, api: apiClient(h.url, r.body.key) };
+    };
+
+    // A reader: the jobs and runs pages, and nothing that changes them.
+    const reader = await mint(['jobs:read', 'runs:read']);
+    const page = await h.newPage();
+    await h.signIn(page, reader, `/console/jobs/${jobId}`);
+    await page.getByRole('heading', { name: 'scoped job' }).waitFor();
+    await loaded(page);
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Jobs', 'Runs', 'Dead letters']);
+    for (const action of ['Pause', 'Trigger now', 'Cancel job'])
+      expect(await page.getByRole('button', { name: action, exact: true }).count(), action).toBe(0);
+    expect(await page.getByRole('link', { name: 'Edit' }).count()).toBe(0);
+    await nav.getByRole('link', { name: 'Jobs' }).click();
+    await page.getByRole('heading', { name: 'Jobs' }).waitFor();
+    expect(await page.getByRole('link', { name: 'New job' }).count()).toBe(0);
+    await h.shot(page, 'read-only-key');
+
+    // A key manager that reads jobs: the keys page offers only its own two scopes, and the list shows scopes.
+    const manager = await mint(['jobs:read', 'keys:manage']);
+    const other = await h.newPage();
+    await h.signIn(other, manager, '/console/keys');
+    await other.getByRole('heading', { name: 'API keys' }).waitFor();
+    const scopes = other.getByRole('group', { name: 'Scopes' });
+    expect(await scopes.getByRole('checkbox').count()).toBe(2);
+    expect(await scopes.getByText('Everything (*)').count()).toBe(0);
+    await scopes.getByRole('checkbox').nth(1).uncheck(); // keys:manage
+    await other.getByLabel('Key name', { exact: true }).fill('ci reader');
+    await other.getByRole('button', { name: 'Create key' }).click();
+    await other.locator('.secret code').first().waitFor();
+    const row = other.getByRole('row').filter({ hasText: 'ci reader' });
+    await expect.poll(() => row.getByRole('cell').nth(2).textContent()).toBe('jobs:read');
+    expect(await other.getByRole('row').filter({ hasText: 'jobs:read+keys:manage' }).getByRole('cell').nth(2).textContent()).toBe(
+      'jobs:read, keys:manage',
+    );
+
+    // The tenant's own key holds every scope: everything is offered.
+    const full = await h.newPage();
+    await h.signIn(full, s, `/console/jobs/${jobId}`);
+    await full.getByRole('button', { name: 'Trigger now' }).waitFor();
+    expect(await full.getByRole('navigation', { name: 'Main' }).getByRole('link').count()).toBe(5);
+  });
+
   it('saved a screenshot of every page it shows', () => {
-    expect([...h.shots]).toEqual(expect.arrayContaining(['sign-in-refused', 'keys', 'signing-secret']));
+    expect([...h.shots]).toEqual(expect.arrayContaining(['sign-in-refused', 'keys', 'signing-secret', 'read-only-key']));
   });
 });

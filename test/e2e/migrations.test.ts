@@ -48,7 +48,7 @@ describe('migrations on the embedded database', () => {
     const status = await runChime(db.env, ['migrate', '--status']);
     expect(status.code, show(status)).toBe(0);
     expect(status.stdout).toBe(`${TAGS.map((t) => `applied  ${t}`).join('\n')}\n${TAGS.length} applied, 0 pending\n`);
-  });
+  }, 120_000);
 });
 
 describe.runIf(ADMIN_URL)('migrations on PostgreSQL, by the operator', () => {

@@ -61,7 +61,12 @@ describe.each(DATABASE_TARGETS)('API key authentication on $kind', (target) => {
     const tenant = await createTestTenantIn(store.ctx, 'keys');
     const made = await createApiKey(store.ctx, tenant, { name: 'new', expiresAt: null });
     expect(apiKeyShard(made.key)).toBe(shardOf(tenant));
-    expect(await authenticateApiKey(store.ctx, made.key)).toEqual({ tenantId: tenant, keyId: made.keyId });
+    expect(await authenticateApiKey(store.ctx, made.key)).toEqual({
+      tenantId: tenant,
+      keyId: made.keyId,
+      prefix: made.prefix,
+      scopes: ['*'],
+    });
 
     // An older key: its lookup's first character names another bucket than its tenant's.
     const legacy = await createApiKey(store.ctx, tenant, { name: 'legacy', expiresAt: null });
@@ -71,7 +76,12 @@ describe.each(DATABASE_TARGETS)('API key authentication on $kind', (target) => {
       sql`update api_keys set prefix = ${key.slice(0, API_KEY_LOOKUP_LENGTH)}, key_hash = ${sha256Hex(key)} where id = ${legacy.keyId}`,
     );
     expect(apiKeyShard(key)).not.toBe(shardOf(tenant));
-    expect(await authenticateApiKey(store.ctx, key)).toEqual({ tenantId: tenant, keyId: legacy.keyId });
+    expect(await authenticateApiKey(store.ctx, key)).toEqual({
+      tenantId: tenant,
+      keyId: legacy.keyId,
+      prefix: key.slice(0, API_KEY_LOOKUP_LENGTH),
+      scopes: ['*'],
+    });
     expect(await authenticateApiKey(store.ctx, `${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}`)).toBeNull();
   });
 });

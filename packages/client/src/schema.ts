@@ -91,13 +91,13 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description The tenant */
+                /** @description The tenant and the calling key */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Tenant"];
+                        "application/json": components["schemas"]["CallerTenant"];
                     };
                 };
                 /** @description Missing or invalid credentials */
@@ -177,6 +177,7 @@ export interface paths {
                          * @example 2026-12-01T09:00:00.000Z
                          */
                         expiresAt?: string;
+                        scopes?: ("*" | "jobs:read" | "jobs:write" | "runs:read" | "runs:write" | "keys:manage" | "notifications:manage" | "calendars:manage" | "flow-controls:manage" | "audit:read" | "usage:read")[];
                     };
                 };
             };
@@ -203,6 +204,15 @@ export interface paths {
                 };
                 /** @description Missing or invalid credentials */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not allowed */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2103,6 +2113,13 @@ export interface components {
             }[];
             requestId?: string;
         };
+        CallerTenant: components["schemas"]["Tenant"] & {
+            apiKey: {
+                keyId: string;
+                prefix: string;
+                scopes: ("*" | "jobs:read" | "jobs:write" | "runs:read" | "runs:write" | "keys:manage" | "notifications:manage" | "calendars:manage" | "flow-controls:manage" | "audit:read" | "usage:read")[];
+            };
+        };
         ApiKey: {
             keyId: string;
             name: string;
@@ -2110,6 +2127,7 @@ export interface components {
             createdAt: string;
             expiresAt: string | null;
             lastUsedAt: string | null;
+            scopes: ("*" | "jobs:read" | "jobs:write" | "runs:read" | "runs:write" | "keys:manage" | "notifications:manage" | "calendars:manage" | "flow-controls:manage" | "audit:read" | "usage:read")[];
         };
         Job: {
             /** Format: uuid */

@@ -12,6 +12,7 @@ import type {
   BatchResult,
   BulkAction,
   BulkActionResult,
+  CallerTenant,
   CreatedApiKey,
   CreatedTenant,
   DeadLetterReplayFilter,
@@ -242,7 +243,7 @@ export interface ChimeClient {
     create(name: string): Promise<CreatedTenant>;
   };
   /** `GET /v1/tenant`: the caller's tenant. */
-  tenant(): Promise<Tenant>;
+  tenant(): Promise<CallerTenant>;
   /**
    * `GET /v1/usage?days=`: runs per UTC day by outcome over the last `days` (1..90, default 14), fire lag, open jobs.
    * @throws ChimeError 400 (days out of range)

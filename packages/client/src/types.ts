@@ -48,11 +48,13 @@ export type TriggerResult = ResponseBody<'/v1/jobs/{jobId}/trigger', 'post', 202
 /** An error answer (RFC 9457 problem details). */
 export type Problem = Schemas['Problem'];
 export type Tenant = Schemas['Tenant'];
+/** `GET /v1/tenant`: the caller's tenant and the calling key (`keyId`, `prefix`, `scopes`). */
+export type CallerTenant = Schemas['CallerTenant'];
 /** `POST /v1/tenants`: the tenant, its first API key and its signing secret (shown only here). */
 export type CreatedTenant = ResponseBody<'/v1/tenants', 'post', 201>;
 /** An API key as listed (no secret). */
 export type ApiKey = Schemas['ApiKey'];
-/** `{ name, expiresAt? }` of a new API key. */
+/** `{ name, expiresAt?, scopes? }` of a new API key (scopes: at most the calling key's; default the same). */
 export type ApiKeyInput = RequestBody<'/v1/api-keys', 'post'>;
 /** A new API key with its secret `key` (shown only here). */
 export type CreatedApiKey = ResponseBody<'/v1/api-keys', 'post', 201>;

@@ -5,6 +5,7 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { isUuid } from '../../domain/ids.ts';
+import { ALL_SCOPES, SCOPES, scopesBeyond } from '../../domain/scopes.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../store/api-keys.ts';
 import { timingSafeEqualStrings } from '../../store/credentials.ts';
 import { rotateSigningSecret } from '../../store/signing-secrets.ts';
@@ -17,6 +18,12 @@ import { InstantSchema } from '../schemas.ts';
 import { problemResponses } from './common.ts';
 
 export const TenantSchema = z.object({ tenantId: z.string(), name: z.string(), createdAt: z.string() }).openapi('Tenant');
+/** A key's scopes (domain/scopes.ts): `*`, or named scopes. */
+const ScopesSchema = z.array(z.enum([ALL_SCOPES, ...SCOPES]));
+/** `GET /v1/tenant`: the tenant, and the key that asked (what the console may show it). */
+export const CallerTenantSchema = TenantSchema.extend({
+  apiKey: z.object({ keyId: z.string(), prefix: z.string(), scopes: ScopesSchema }),
+}).openapi('CallerTenant');
 export const ApiKeySchema = z
   .object({
     keyId: z.string(),
@@ -25,6 +32,7 @@ export const ApiKeySchema = z
     createdAt: z.string(),
     expiresAt: z.string().nullable(),
     lastUsedAt: z.string().nullable(),
+    scopes: ScopesSchema,
   })
   .openapi('ApiKey');
 /** The body of `POST /v1/signing-secrets/rotate`: the new secret (shown once) and when the previous one stops signing. */
@@ -105,14 +113,15 @@ export function tenantRoutes(): OpenAPIHono<AppEnv> {
       path: '/v1/tenant',
       summary: "The caller's tenant",
       responses: {
-        200: { description: 'The tenant', content: { 'application/json': { schema: TenantSchema } } },
+        200: { description: 'The tenant and the calling key', content: { 'application/json': { schema: CallerTenantSchema } } },
         ...problemResponses(401),
       },
     }),
     async (c) => {
       const t = await getTenant(c.var.deps.store, c.var.tenantId);
       if (!t) throw new ApiError('not_found', 'tenant not found');
-      return c.json({ ...t, createdAt: t.createdAt.toISOString() }, 200);
+      const apiKey = { keyId: c.var.keyId, prefix: c.var.keyPrefix, scopes: c.var.scopes as z.infer<typeof ScopesSchema> };
+      return c.json({ ...t, createdAt: t.createdAt.toISOString(), apiKey }, 200);
     },
   );
 
@@ -125,13 +134,20 @@ export function tenantRoutes(): OpenAPIHono<AppEnv> {
         body: {
           required: true,
           content: {
-            'application/json': { schema: z.strictObject({ name: z.string().min(1).max(200), expiresAt: InstantSchema.optional() }) },
+            'application/json': {
+              schema: z.strictObject({
+                name: z.string().min(1).max(200),
+                expiresAt: InstantSchema.optional(),
+                /** Default: the calling key's own scopes (`*` for a tenant's first key). */
+                scopes: ScopesSchema.min(1).optional(),
+              }),
+            },
           },
         },
       },
       responses: {
         201: { description: 'The key', content: { 'application/json': { schema: ApiKeySchema.extend({ key: z.string() }) } } },
-        ...problemResponses(400, 401),
+        ...problemResponses(400, 401, 403),
       },
     }),
     async (c) => {
@@ -141,7 +157,12 @@ export function tenantRoutes(): OpenAPIHono<AppEnv> {
       if (expiresAt && expiresAt.getTime() <= store.clock.now()) {
         throw new ApiError('validation', 'expiresAt: must be in the future', [{ path: 'expiresAt', message: 'must be in the future' }]);
       }
-      const k = await createApiKey(store, c.var.tenantId, { name: body.name, expiresAt });
+      const scopes = body.scopes ?? c.var.scopes;
+      const beyond = scopesBeyond(c.var.scopes, scopes);
+      if (beyond.length > 0) {
+        throw new ApiError('insufficient_scope', `a key can grant at most its own scopes; this one lacks ${beyond.join(', ')}`);
+      }
+      const k = await createApiKey(store, c.var.tenantId, { name: body.name, expiresAt, scopes });
       return c.json({ ...k, createdAt: k.createdAt.toISOString(), expiresAt: iso(k.expiresAt), lastUsedAt: null }, 201);
     },
   );

@@ -19,16 +19,17 @@ import { RunsPage } from './pages/runs.tsx';
 import { UsagePage } from './pages/usage.tsx';
 import { SessionGate, useSession } from './session.tsx';
 
+/** The pages of the navigation, each shown only to a key with the scope that reads it. */
 const NAV = [
-  ['/console/jobs', 'Jobs'],
-  ['/console/runs', 'Runs'],
-  ['/console/dead-letters', 'Dead letters'],
-  ['/console/usage', 'Usage'],
-  ['/console/keys', 'Keys and secrets'],
+  ['/console/jobs', 'Jobs', 'jobs:read'],
+  ['/console/runs', 'Runs', 'runs:read'],
+  ['/console/dead-letters', 'Dead letters', 'runs:read'],
+  ['/console/usage', 'Usage', 'usage:read'],
+  ['/console/keys', 'Keys and secrets', 'keys:manage'],
 ] as const;
 
 function Layout() {
-  const { tenant, signOut } = useSession();
+  const { tenant, signOut, can } = useSession();
   const { path } = useLocation();
   return (
     <div class="layout">
@@ -37,7 +38,7 @@ function Layout() {
           Chime
         </a>
         <nav aria-label="Main">
-          {NAV.map(([href, label]) => (
+          {NAV.filter(([, , scope]) => can(scope)).map(([href, label]) => (
             <a href={href} aria-current={path.startsWith(href) ? 'page' : undefined}>
               {label}
             </a>

@@ -4,12 +4,15 @@
  */
 import { type ComponentChildren, createContext } from 'preact';
 import { useCallback, useContext, useEffect, useMemo, useState } from 'preact/hooks';
+import { holdsScope, type Scope } from '../../domain/scopes.ts';
 import { ApiProblem, call, storedKey, storeKey } from './api.ts';
 import type { Tenant } from './types.ts';
 
 /** The signed-in tenant and the API bound to its key (`useSession`). */
 export type Session = {
   tenant: Tenant;
+  /** Whether the signed-in key holds `scope`: the console offers only what the key may do (API.md "Access control"). */
+  can(scope: Scope): boolean;
   /** Calls the API as the signed-in tenant. @throws ApiProblem */
   api<T>(method: string, path: string, body?: unknown): Promise<T>;
   signOut(reason?: string): void;
@@ -74,6 +77,7 @@ export function SessionGate({ children }: { children: ComponentChildren }) {
     return {
       tenant,
       signOut,
+      can: (scope) => holdsScope(tenant.apiKey.scopes, scope),
       async api<T>(method: string, path: string, body?: unknown) {
         try {
           return await call<T>(key, method, path, body);

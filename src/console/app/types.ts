@@ -3,7 +3,7 @@
  * nothing of zod reaches the browser bundle), so a change of the API is a type error here.
  */
 import type { z } from 'zod';
-import type { ApiKeySchema, SigningSecretRotationSchema, TenantSchema } from '../../api/routes/tenants.ts';
+import type { ApiKeySchema, CallerTenantSchema, SigningSecretRotationSchema } from '../../api/routes/tenants.ts';
 import type { UsageSchema } from '../../api/routes/usage.ts';
 import type { AttemptSchema, JobBodySchema, JobSchema, RunSchema, ScheduleSchema } from '../../api/schemas.ts';
 
@@ -14,7 +14,8 @@ export type Run = z.infer<typeof RunSchema>;
 export type Attempt = z.infer<typeof AttemptSchema>;
 export type RunWithAttempts = Run & { attemptLog: Attempt[] };
 export type ApiKey = z.infer<typeof ApiKeySchema>;
-export type Tenant = z.infer<typeof TenantSchema>;
+/** `GET /v1/tenant`: the signed-in tenant and its key (`apiKey.scopes`: what the console may offer). */
+export type Tenant = z.infer<typeof CallerTenantSchema>;
 /** `POST /v1/api-keys`: the key's listing and the key itself (shown once). */
 export type CreatedKey = ApiKey & { key: string };
 /** `POST /v1/signing-secrets/rotate`: the new secret (shown once) and the end of the previous one's overlap. */

@@ -24,7 +24,8 @@ const deadLetters = (n: number) => `${n} dead letter${n === 1 ? '' : 's'}`;
 
 /** The dead letters page: list, select, replay and dismiss the tenant's (or one job's) failed runs. */
 export function DeadLettersPage() {
-  const { api } = useSession();
+  const { api, can } = useSession();
+  const writable = can('runs:write');
   const { query } = useLocation();
   const jobId = query.jobId || undefined;
   const pager = usePager(jobId ?? '');
@@ -114,7 +115,7 @@ export function DeadLettersPage() {
       <ErrorNote error={list.error} />
 
       {/* biome-ignore lint/a11y/useSemanticElements: not a <fieldset>: its default border, padding and min-inline-size would change the layout of this flex toolbar */}
-      <div class="toolbar" role="group" aria-label="Bulk actions">
+      <div class="toolbar" role="group" aria-label="Bulk actions" hidden={!writable}>
         <button type="button" class="primary" disabled={busy || selected.size === 0} onClick={replaySelected}>
           Replay selected
         </button>
@@ -199,7 +200,7 @@ export function DeadLettersPage() {
                     {r.error ?? <span class="muted">—</span>}
                   </td>
                   <td class="row-end">
-                    <div class="row-actions">
+                    <div class="row-actions" hidden={!writable}>
                       <button type="button" disabled={busy} onClick={() => replayOne(r.runId)}>
                         Replay
                       </button>

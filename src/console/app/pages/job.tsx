@@ -110,7 +110,7 @@ type Outcome =
 
 /** `/console/jobs/:jobId`: one job, its actions, next occurrences and runs. */
 export function JobPage() {
-  const { api } = useSession();
+  const { api, can } = useSession();
   const jobId = useRoute().params.jobId ?? '';
   const path = `/v1/jobs/${encodeURIComponent(jobId)}`;
   const [tick, setTick] = useState(0);
@@ -138,6 +138,7 @@ export function JobPage() {
   const j = job.data;
   const open = j.status === 'active' || j.status === 'paused';
   const deadLetters = (failed.data?.runs ?? []).filter((r) => !r.dismissedAt).length;
+  const writable = can('jobs:write');
 
   return (
     <>
@@ -146,7 +147,7 @@ export function JobPage() {
       </p>
       <h1 class="wrap">{jobLabel(j)}</h1>
       <div class="actions" aria-busy={busy ? 'true' : undefined}>
-        {j.status === 'active' && (
+        {writable && j.status === 'active' && (
           <button
             type="button"
             disabled={busy}
@@ -160,7 +161,7 @@ export function JobPage() {
             Pause
           </button>
         )}
-        {j.status === 'paused' && (
+        {writable && j.status === 'paused' && (
           <button
             type="button"
             disabled={busy}
@@ -174,7 +175,7 @@ export function JobPage() {
             Resume
           </button>
         )}
-        {j.status !== 'canceled' && (
+        {writable && j.status !== 'canceled' && (
           <button
             type="button"
             disabled={busy}
@@ -188,12 +189,12 @@ export function JobPage() {
             Trigger now
           </button>
         )}
-        {j.status !== 'canceled' && (
+        {writable && j.status !== 'canceled' && (
           <a class="button" href={`/console/jobs/${j.jobId}/edit`}>
             Edit
           </a>
         )}
-        {deadLetters > 0 && j.status !== 'canceled' && (
+        {can('runs:write') && deadLetters > 0 && j.status !== 'canceled' && (
           <button
             type="button"
             disabled={busy}
@@ -207,7 +208,7 @@ export function JobPage() {
             Replay failed runs
           </button>
         )}
-        {j.status !== 'canceled' && (
+        {writable && j.status !== 'canceled' && (
           <ConfirmButton
             label="Cancel job"
             question="Cancel this job? Its future runs are canceled; history is kept."

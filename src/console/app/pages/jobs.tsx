@@ -96,7 +96,7 @@ function useLastOutcomes(jobs: Job[] | undefined, tick: number): Record<string, 
 
 /** `/console/jobs`: the tenant's jobs, filtered and paged. */
 export function JobsPage() {
-  const { api } = useSession();
+  const { api, can } = useSession();
   const { path, query, route } = useLocation();
   const applied: Filters = { status: query.status ?? '', q: query.q ?? '', metadata: query.metadata ?? '' };
   const [status, setStatus] = useState(applied.status);
@@ -150,9 +150,11 @@ export function JobsPage() {
       <h1>Jobs</h1>
       <DeadLetterBanner />
       <div class="actions">
-        <a class="button primary" href="/console/jobs/new">
-          New job
-        </a>
+        {can('jobs:write') && (
+          <a class="button primary" href="/console/jobs/new">
+            New job
+          </a>
+        )}
         <RefreshPauser live={live} />
       </div>
       {/* biome-ignore lint/a11y/useSemanticElements: <search> is unknown to Safari 16, a target of the console (build.ts): role="search" keeps the landmark there */}

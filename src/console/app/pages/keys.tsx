@@ -6,6 +6,7 @@
  * as the tab is signed in (kept in sessionStorage without any secret: name, prefix and times only).
  */
 import { useMemo, useState } from 'preact/hooks';
+import { ALL_SCOPES, SCOPES } from '../../../domain/scopes.ts';
 import { ApiProblem, storedKey } from '../api.ts';
 import { useSession } from '../session.tsx';
 import type { ApiKey, CreatedKey, Rotated } from '../types.ts';
@@ -41,8 +42,17 @@ export function KeysPage() {
   );
 }
 
+/** A key's scopes in words: `*` is every scope. (A key this tab remembers as revoked from before scopes has none.) */
+const scopeWords = (scopes: readonly string[] | undefined) => (!scopes || scopes.includes(ALL_SCOPES) ? 'all' : scopes.join(', '));
+
 function ApiKeys() {
-  const { api, signOut } = useSession();
+  const { api, signOut, tenant } = useSession();
+  // A key grants at most its own scopes (API.md "Access control and audit"): only those are offered.
+  const own = tenant.apiKey.scopes;
+  const holdsAll = own.includes(ALL_SCOPES);
+  const grantable = SCOPES.filter((scope) => holdsAll || own.includes(scope));
+  const [everything, setEverything] = useState(holdsAll);
+  const [picked, setPicked] = useState<ReadonlySet<string>>(() => new Set(holdsAll ? [] : grantable));
   const keys = useAsync(() => api<{ apiKeys: ApiKey[] }>('GET', '/v1/api-keys'), []);
   const [name, setName] = useState('');
   const [expires, setExpires] = useState('');
@@ -59,7 +69,8 @@ function ApiKeys() {
     e.preventDefault();
     return run(async () => {
       const expiresAt = isoOfWallInput(expires, zone);
-      const k = await api<CreatedKey>('POST', '/v1/api-keys', { name: name.trim(), ...(expiresAt ? { expiresAt } : {}) });
+      const scopes = everything ? [ALL_SCOPES] : SCOPES.filter((scope) => picked.has(scope));
+      const k = await api<CreatedKey>('POST', '/v1/api-keys', { name: name.trim(), ...(expiresAt ? { expiresAt } : {}), scopes });
       setName('');
       setExpires('');
       return k;
@@ -81,7 +92,8 @@ function ApiKeys() {
 
   const nameError = fieldError('name');
   const expiresError = fieldError('expiresAt');
-  const otherError = createError && !nameError && !expiresError ? createError : null;
+  const scopesError = fieldError('scopes');
+  const otherError = createError && !nameError && !expiresError && !scopesError ? createError : null;
   const active = keys.data?.apiKeys ?? [];
   const revoked = revokedKeys().filter((r) => !active.some((k) => k.keyId === r.keyId));
   const list: (ApiKey & { revokedAt?: string })[] = [...active, ...revoked].sort((x, y) => y.createdAt.localeCompare(x.createdAt));
@@ -118,6 +130,35 @@ function ApiKeys() {
             Optional, in your time zone ({zone}); empty: never expires.
           </small>
         </Field>
+        <fieldset class="scopes" aria-describedby={scopesError ? 'key-scopes-error' : undefined}>
+          <legend>Scopes</legend>
+          {holdsAll && (
+            <label class="scope-option">
+              <input type="checkbox" checked={everything} onChange={(e) => setEverything(e.currentTarget.checked)} /> Everything (*)
+            </label>
+          )}
+          {!everything &&
+            grantable.map((scope) => (
+              <label key={scope} class="scope-option">
+                <input
+                  type="checkbox"
+                  checked={picked.has(scope)}
+                  onChange={(e) => {
+                    const next = new Set(picked);
+                    if (e.currentTarget.checked) next.add(scope);
+                    else next.delete(scope);
+                    setPicked(next);
+                  }}
+                />{' '}
+                <code>{scope}</code>
+              </label>
+            ))}
+          {scopesError && (
+            <small class="error" id="key-scopes-error">
+              {scopesError}
+            </small>
+          )}
+        </fieldset>
         <button type="submit" class="primary" disabled={busy}>
           Create key
         </button>
@@ -141,6 +182,7 @@ function ApiKeys() {
               <tr>
                 <th scope="col">Name</th>
                 <th scope="col">Prefix</th>
+                <th scope="col">Scopes</th>
                 <SortedHeader label="Created" />
                 <th scope="col">Expires</th>
                 <th scope="col">Last used</th>
@@ -159,6 +201,9 @@ function ApiKeys() {
                   </td>
                   <td data-label="Prefix">
                     <code>{k.prefix}</code>
+                  </td>
+                  <td class="wrap" data-label="Scopes">
+                    {scopeWords(k.scopes)}
                   </td>
                   <td data-label="Created">
                     <Time iso={k.createdAt} />

@@ -15,7 +15,7 @@ const POLL_MS = 2_000;
 
 /** The run page: facts, attempt log, and the dead letter actions. */
 export function RunPage() {
-  const { api } = useSession();
+  const { api, can } = useSession();
   const { route } = useLocation();
   const runId = useRoute().params.runId ?? '';
   const res = useAsync(() => api<RunWithAttempts>('GET', `/v1/runs/${encodeURIComponent(runId)}`), [runId]);
@@ -101,7 +101,7 @@ export function RunPage() {
           </dl>
           {res.error ? <ErrorNote error={res.error} /> : null}
 
-          {run.status === 'failed' && run.dismissedAt === null && (
+          {can('runs:write') && run.status === 'failed' && run.dismissedAt === null && (
             // biome-ignore lint/a11y/useSemanticElements: not a <fieldset>: its default border, padding and min-inline-size would change the layout of this flex row
             <div class="actions" role="group" aria-label="Dead letter">
               <button type="button" class="primary" disabled={busy} onClick={replay}>
