@@ -32,7 +32,6 @@ import type {
   RunWithAttempts,
   Schedule,
   SigningSecretRotation,
-  Tenant,
   TriggerResult,
   Usage,
 } from './types.ts';
