@@ -58,7 +58,8 @@ const DB_ENV = `environment:
   DATABASE_URL          postgres://… of a PostgreSQL ≥ 14 (default: the embedded database in CHIME_DATA_DIR)
   CHIME_DATA_DIR        folder of the embedded database (default ${DEFAULT_DATA_DIR}); one process at a time
                         may open it, so stop \`chime serve\` first
-  CHIME_ENCRYPTION_KEY  base64 of 32 bytes; required with DATABASE_URL
+  CHIME_ENCRYPTION_KEY  base64 of 32 bytes, or several comma-separated <id>:<base64> (the first seals, all
+                        open); required with DATABASE_URL
 `;
 
 export const SERVE = command({
@@ -146,6 +147,23 @@ ${DB_ENV}`,
   options: {},
 });
 
+export const KEYS_REENCRYPT = command({
+  name: 'keys reencrypt',
+  args: '',
+  summary: 'seal every stored secret again under the first CHIME_ENCRYPTION_KEY',
+  details: `Re-seals every stored secret (callback auth tokens, signing secrets, JWT private keys) that is not sealed
+under the first key of CHIME_ENCRYPTION_KEY, in small batches, while the service runs, and prints how many rows it
+changed per table. To rotate the encryption key: put the new key first (CHIME_ENCRYPTION_KEY=new:<base64>,<old>),
+restart the service, run this, then remove the old key and restart again. On the embedded database, stop the
+service first (one process at a time opens it).
+
+options:
+  -h, --help    show this help
+
+${DB_ENV}`,
+  options: {},
+});
+
 export const LISTEN = command({
   name: 'listen',
   args: '[--port P] [--secret whsec_…] [--jwks URL]',
@@ -180,7 +198,7 @@ options:
 });
 
 /** Every command, in the order the overall usage lists them. */
-export const COMMANDS: readonly CommandSpec[] = [SERVE, MIGRATE, TENANT_CREATE, KEYS_ROTATE_JWT, LISTEN, NODE];
+export const COMMANDS: readonly CommandSpec[] = [SERVE, MIGRATE, TENANT_CREATE, KEYS_ROTATE_JWT, KEYS_REENCRYPT, LISTEN, NODE];
 
 /** One line per command, the arguments aligned; a long synopsis puts its summary on the next line. */
 function commandList(specs: readonly CommandSpec[], indent = '  '): string {

@@ -15,6 +15,7 @@ import { type MetricsExposition, opsRoutes } from './api/ops.ts';
 import type { RequestRecord } from './api/requests.ts';
 import { buildInfo } from './build-info.ts';
 import {
+  KEYS_REENCRYPT,
   KEYS_ROTATE_JWT,
   LISTEN,
   MIGRATE,
@@ -39,12 +40,13 @@ import { createdTenantJson, ensureFirstTenant } from './first-tenant.ts';
 import { tuneHeap } from './heap-tuning.ts';
 import { createRequestMetrics, registerBuildInfo } from './request-metrics.ts';
 import { openRuntime, type Runtime, startClockSync } from './runtime.ts';
-import { CipherError } from './store/cipher.ts';
+import { CipherError, keyName } from './store/cipher.ts';
 import { errorChain } from './store/db.ts';
 import { ensureJwtKey, JWKS_GRACE_MS, rotateJwtKey } from './store/jwt-keys.ts';
 import { SchemaBehindError, type SchemaStatus, schemaStatus } from './store/migrate.ts';
 import { checkPostgresPatch, PostgresPatchError } from './store/postgres-patch.ts';
 import { countDueRuns } from './store/queue/due-backlog.ts';
+import { checkKeysInUse, MissingEncryptionKeyError, reencryptSecrets } from './store/sealed-secrets.ts';
 import { createTenant } from './store/tenants.ts';
 
 const ROLES = ['api', 'dispatcher', 'all'] as const;
@@ -113,6 +115,19 @@ async function main(argv: string[]): Promise<number> {
       }
       return 0;
     }
+    case KEYS_REENCRYPT: {
+      parseCommand(KEYS_REENCRYPT, args);
+      const rt = await openDatabase(loadConfig(process.env));
+      try {
+        const changed = await reencryptSecrets(rt.database.db, rt.cipher);
+        const total = Object.values(changed).reduce((a, b) => a + b, 0);
+        process.stdout.write(`${JSON.stringify({ changed, total })}\n`);
+        process.stderr.write(`${total} secrets sealed again under ${keyName(rt.cipher.keyIds[0]!)}\n`);
+      } finally {
+        await rt.database.close();
+      }
+      return 0;
+    }
     case LISTEN: {
       const values = parseCommand(LISTEN, args);
       // Number('') is 0: only digits are a port.
@@ -150,12 +165,16 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   if (role !== 'api') tuneHeap();
   const logger = pino({ level: config.logLevel, base: { service: 'chime', role } });
   const rt = await openDatabase(config, { poolSize: role === 'api' ? 10 : 20 });
-  // Opening the signing key proves the encryption key is the one the data was sealed with. On a mismatch the
-  // database is closed, or its open connections would keep the process from exiting.
-  await ensureJwtKey(rt.store).catch(async (err: unknown) => {
-    await rt.database.close().catch(() => {});
-    throw err;
-  });
+  // Every key a stored secret is sealed under must be configured; opening the signing key proves the keys are the
+  // ones the data was sealed with. On a failure the database is closed, or its open connections would keep the
+  // process from exiting.
+  await checkKeysInUse(rt.database.db, rt.cipher)
+    .then(() => ensureJwtKey(rt.store))
+    .catch(async (err: unknown) => {
+      await rt.database.close().catch(() => {});
+      if (err instanceof MissingEncryptionKeyError) throw new StartupError(err.message);
+      throw err;
+    });
   if (!config.databaseUrl) await announceFirstTenant(rt, config.dataDir, logger);
   const stopClockSync = startClockSync(rt, (fields, msg) => logger.warn(fields, msg));
 

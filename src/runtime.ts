@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Config } from './config.ts';
 import { ConfigError } from './config.ts';
 import { type Clock, OffsetClock, systemClock } from './domain/clock.ts';
-import { type Cipher, createCipher, ENCRYPTION_KEY_BYTES, fromBase64Url } from './store/cipher.ts';
+import { type Cipher, CipherError, createCipher, ENCRYPTION_KEY_BYTES, type EncryptionKey, parseEncryptionKeys } from './store/cipher.ts';
 import type { StoreContext } from './store/context.ts';
 import type { Database } from './store/db.ts';
 import { measureClockOffset } from './store/db-time.ts';
@@ -67,7 +67,7 @@ export async function openRuntime(
   opts: { schema?: 'migrate' | 'check' | 'as-is'; poolSize?: number } = {},
 ): Promise<Runtime> {
   const schema = opts.schema ?? 'migrate';
-  const cipher = await createCipher(await loadEncryptionKey(config));
+  const cipher = await createCipher(await loadEncryptionKeys(config));
   let database: Database;
   if (config.databaseUrl) {
     if (schema === 'migrate') await migratePostgresUrl(config.databaseUrl);
@@ -91,11 +91,16 @@ export async function openRuntime(
   return { database, cipher, clock, databaseClock, store: { db: database.db, cipher, clock, openJobs: new OpenJobsEstimates(clock) } };
 }
 
-async function loadEncryptionKey(config: Config): Promise<Uint8Array> {
-  if (config.encryptionKey) return decodeKey(config.encryptionKey, 'CHIME_ENCRYPTION_KEY');
+/**
+ * The configured keys: CHIME_ENCRYPTION_KEY (several with ids while they are rotated: cipher.ts), else the embedded
+ * database's key file, generated on first use.
+ * @throws ConfigError naming the variable or the file and the entry at fault
+ */
+async function loadEncryptionKeys(config: Config): Promise<EncryptionKey[]> {
+  if (config.encryptionKey) return parseKeys(config.encryptionKey, 'CHIME_ENCRYPTION_KEY');
   const file = join(config.dataDir, KEY_FILE);
   try {
-    return decodeKey((await readFile(file, 'utf8')).trim(), file);
+    return parseKeys((await readFile(file, 'utf8')).trim(), file);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
@@ -103,18 +108,14 @@ async function loadEncryptionKey(config: Config): Promise<Uint8Array> {
   const key = crypto.getRandomValues(new Uint8Array(ENCRYPTION_KEY_BYTES));
   await writeFile(file, `${Buffer.from(key).toString('base64')}\n`, { flag: 'wx', mode: 0o600 });
   await chmod(file, 0o600);
-  return key;
+  return [{ id: null, key }];
 }
 
-function decodeKey(value: string, source: string): Uint8Array {
-  let key: Uint8Array;
+function parseKeys(value: string, source: string): EncryptionKey[] {
   try {
-    key = fromBase64Url(value);
-  } catch {
-    throw new ConfigError(`${source}: not base64`);
+    return parseEncryptionKeys(value, source);
+  } catch (err) {
+    if (err instanceof CipherError) throw new ConfigError(err.message);
+    throw err;
   }
-  if (key.byteLength !== ENCRYPTION_KEY_BYTES) {
-    throw new ConfigError(`${source}: must decode to ${ENCRYPTION_KEY_BYTES} bytes, got ${key.byteLength}`);
-  }
-  return key;
 }

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
-import { ENCRYPTION_KEY_BYTES, fromBase64Url } from '../store/cipher.ts';
+import { CipherError, type EncryptionKey, parseEncryptionKeys } from '../store/cipher.ts';
 import type { WorkerEnv } from './types.ts';
 
 /**
@@ -46,8 +46,8 @@ export type { TickLimits };
 export type WorkerConfig = {
   /** The shared configuration, as the Node process would parse it (`databaseUrl` is the Hyperdrive string). */
   config: Config;
-  /** The 32-byte AES-256-GCM key decoded from CHIME_ENCRYPTION_KEY. */
-  encryptionKey: Uint8Array;
+  /** The AES-256-GCM keys of CHIME_ENCRYPTION_KEY, the sealing one first (store/cipher.ts). */
+  encryptionKeys: EncryptionKey[];
   tick: TickLimits;
 };
 
@@ -70,7 +70,7 @@ export function loadWorkerConfig(env: WorkerEnv): WorkerConfig {
   if (!r.success) throw new ConfigError(r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
   return {
     config,
-    encryptionKey: decodeKey(config.encryptionKey!),
+    encryptionKeys: decodeKeys(config.encryptionKey!),
     tick: {
       tickBudgetMs: r.data.CHIME_WORKER_TICK_BUDGET_MS,
       concurrency: r.data.CHIME_WORKER_CONCURRENCY,
@@ -79,15 +79,11 @@ export function loadWorkerConfig(env: WorkerEnv): WorkerConfig {
   };
 }
 
-function decodeKey(value: string): Uint8Array {
-  let key: Uint8Array;
+function decodeKeys(value: string): EncryptionKey[] {
   try {
-    key = fromBase64Url(value.trim());
-  } catch {
-    throw new ConfigError('CHIME_ENCRYPTION_KEY: not base64');
+    return parseEncryptionKeys(value, 'CHIME_ENCRYPTION_KEY');
+  } catch (err) {
+    if (err instanceof CipherError) throw new ConfigError(err.message);
+    throw err;
   }
-  if (key.byteLength !== ENCRYPTION_KEY_BYTES) {
-    throw new ConfigError(`CHIME_ENCRYPTION_KEY: must decode to ${ENCRYPTION_KEY_BYTES} bytes, got ${key.byteLength}`);
-  }
-  return key;
 }

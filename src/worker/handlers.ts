@@ -61,7 +61,7 @@ export function createWorkerHandlers(services: WorkerServices = {}): WorkerHandl
     const wc = loadWorkerConfig(env);
     const p = {
       wc,
-      cipher: await createCipher(wc.encryptionKey),
+      cipher: await createCipher(wc.encryptionKeys),
       log: createWorkerLogger(wc.config.logLevel, { service: 'chime', runtime: 'workers' }, services.logSink),
     };
     prepared.set(env, p);
