@@ -3,25 +3,23 @@
 # Stages: `deps` installs the production dependencies, `build` makes dist/ (the esbuild bundle and the console's
 # assets) with every dependency, and the final stage has only those two results, run by the non-root `node` user.
 
-FROM node:24-bookworm-slim AS deps
+# What `npm ci` reads: the lockfile, the workspaces' package.json (the lockfile names them) and src/store/patches, which
+# must be there before it runs: its postinstall (patch-package) patches postgres.js and PGlite, and `chime` refuses to
+# start on unpatched ones.
+FROM node:24-bookworm-slim AS manifests
 WORKDIR /app
-# npm ci needs the workspaces' package.json (the lockfile names them); src/store/patches must be there before it runs:
-# its postinstall (patch-package) patches postgres.js and PGlite, and `chime` refuses to start on unpatched ones.
-# sodium-native ships prebuilt libsodium for every platform (no compiler needed): only this platform's is kept.
 COPY package.json package-lock.json ./
 COPY packages/client/package.json packages/client/
 COPY packages/receiver/package.json packages/receiver/
 COPY src/store/patches src/store/patches
+
+# sodium-native ships prebuilt libsodium for every platform (no compiler needed): only this platform's is kept.
+FROM manifests AS deps
 RUN npm ci --omit=dev --no-audit --no-fund \
  && find node_modules/sodium-native/prebuilds -mindepth 1 -maxdepth 1 ! -name "$(node -p 'process.platform + "-" + process.arch')" -exec rm -rf {} + \
  && npm cache clean --force
 
-FROM node:24-bookworm-slim AS build
-WORKDIR /app
-COPY package.json package-lock.json ./
-COPY packages/client/package.json packages/client/
-COPY packages/receiver/package.json packages/receiver/
-COPY src/store/patches src/store/patches
+FROM manifests AS build
 RUN npm ci --no-audit --no-fund
 # What `npm run build` reads, and nothing else: a change to the docs or the tests reuses the cached build.
 COPY tsconfig.json ./
