@@ -80,53 +80,38 @@ async function main(argv: string[]): Promise<number> {
     }
     case MIGRATE: {
       const values = parseCommand(MIGRATE, args);
-      const rt = await openDatabase(loadConfig(process.env), { schema: values.status ? 'as-is' : 'migrate' });
-      try {
+      return withDatabase({ schema: values.status ? 'as-is' : 'migrate' }, async (rt) => {
         if (values.status) process.stdout.write(formatSchemaStatus(await schemaStatus(rt.database.db)));
         else process.stderr.write('migrations applied\n');
-      } finally {
-        await rt.database.close();
-      }
-      return 0;
+      });
     }
     case TENANT_CREATE: {
       const values = parseCommand(TENANT_CREATE, args);
-      if (!values.name) throw usageError(TENANT_CREATE, '--name is required');
-      const rt = await openDatabase(loadConfig(process.env));
-      try {
-        const t = await createTenant(rt.store, values.name);
+      const name = values.name;
+      if (!name) throw usageError(TENANT_CREATE, '--name is required');
+      return withDatabase({}, async (rt) => {
+        const t = await createTenant(rt.store, name);
         process.stdout.write(`${JSON.stringify(createdTenantJson(t), null, 2)}\n`);
-      } finally {
-        await rt.database.close();
-      }
-      return 0;
+      });
     }
     case KEYS_ROTATE_JWT: {
       parseCommand(KEYS_ROTATE_JWT, args);
-      const rt = await openDatabase(loadConfig(process.env));
-      try {
+      return withDatabase({}, async (rt) => {
         const key = await rotateJwtKey(rt.store);
         process.stdout.write(`${JSON.stringify({ kid: key.kid, createdAt: new Date(key.createdAtMs).toISOString() })}\n`);
         process.stderr.write(
           `new JWT signing key ${key.kid}; dispatchers switch to it within a minute, the old key stays in the JWKS ${JWKS_GRACE_MS / 60_000} minutes\n`,
         );
-      } finally {
-        await rt.database.close();
-      }
-      return 0;
+      });
     }
     case KEYS_REENCRYPT: {
       parseCommand(KEYS_REENCRYPT, args);
-      const rt = await openDatabase(loadConfig(process.env));
-      try {
+      return withDatabase({}, async (rt) => {
         const changed = await reencryptSecrets(rt.database.db, rt.cipher);
         const total = Object.values(changed).reduce((a, b) => a + b, 0);
         process.stdout.write(`${JSON.stringify({ changed, total })}\n`);
         process.stderr.write(`${total} secrets sealed again under ${keyName(rt.cipher.keyIds[0]!)}\n`);
-      } finally {
-        await rt.database.close();
-      }
-      return 0;
+      });
     }
     case LISTEN: {
       const values = parseCommand(LISTEN, args);
@@ -379,6 +364,22 @@ async function openDatabase(config: Config, opts: Parameters<typeof openRuntime>
     if (err instanceof SchemaBehindError) throw new StartupError(err.message);
     throw databaseError(err, config);
   }
+}
+
+/**
+ * A one-shot command's database session: opens the configured database (as `openDatabase`, with `opts`), runs `work`,
+ * and closes it whatever happens.
+ * @returns 0, the command's exit code
+ * @throws what `openDatabase` and `work` throw
+ */
+async function withDatabase(opts: Parameters<typeof openRuntime>[1], work: (rt: Runtime) => Promise<void>): Promise<number> {
+  const rt = await openDatabase(loadConfig(process.env), opts);
+  try {
+    await work(rt);
+  } finally {
+    await rt.database.close();
+  }
+  return 0;
 }
 
 /** `chime migrate --status`: one line per committed migration (`applied` or `pending`), then a summary. */

@@ -33,6 +33,17 @@ export function requestIdFor(header: string | undefined): string {
   return header !== undefined && CLIENT_REQUEST_ID.test(header) ? header : crypto.randomUUID();
 }
 
+/**
+ * The route that answers `c`: the last matched route of a method (middleware is registered for 'ALL'), as Hono
+ * registered it (`{ method, path: '/v1/jobs/:jobId' }`); undefined when no route matches. The router matches the
+ * whole chain before the first middleware runs, so middleware can ask before the handler runs.
+ */
+export function answeringRoute(c: Context): { method: string; path: string } | undefined {
+  return matchedRoutes(c)
+    .filter((r) => r.method !== 'ALL')
+    .at(-1);
+}
+
 /** The request id of `c` (set by `requestContext`), if any. */
 export function requestIdOf(c: Context): string | undefined {
   return (c.var as { requestId?: string }).requestId;
@@ -51,13 +62,9 @@ export function requestContext(onRequest: ((r: RequestRecord) => void) | undefin
     await next();
     c.header(REQUEST_ID_HEADER, requestId);
     if (!onRequest) return;
-    // Middleware is registered for every method ('ALL'); the route that answered is the last one of a method.
-    const handler = matchedRoutes(c)
-      .filter((r) => r.method !== 'ALL')
-      .at(-1);
     onRequest({
       method: c.req.method,
-      route: handler?.path ?? UNMATCHED_ROUTE,
+      route: answeringRoute(c)?.path ?? UNMATCHED_ROUTE,
       status: c.res.status,
       durationMs: now() - started,
       requestId,

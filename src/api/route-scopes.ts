@@ -5,10 +5,10 @@
  * (fail closed) and reported as a bug.
  */
 import type { MiddlewareHandler } from 'hono';
-import { matchedRoutes } from 'hono/route';
 import { holdsScope, type Scope } from '../domain/scopes.ts';
 import type { AppEnv } from './env.ts';
 import { ApiError } from './problems.ts';
+import { answeringRoute } from './requests.ts';
 
 /** Any valid key may call it (who am I). */
 export const ANY_KEY = 'any-key';
@@ -64,10 +64,7 @@ export function requireScope(): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     // Only POST /v1/tenants passes the key check without a key (it authenticates itself).
     if (c.var.scopes === undefined) return next();
-    // The router has matched the whole chain already: the last route of a method is the handler that will answer.
-    const route = matchedRoutes(c)
-      .filter((r) => r.method !== 'ALL')
-      .at(-1);
+    const route = answeringRoute(c);
     if (!route) return next();
     const needed = ROUTE_SCOPES[`${route.method} ${route.path}`];
     if (needed === undefined) throw new Error(`route ${route.method} ${route.path} has no scope in ROUTE_SCOPES`);

@@ -16,6 +16,7 @@
  * in zones that shift by a whole hour. (Vixie/ISC cron and croner instead run a skipped time when the gap ends.)
  */
 import { CronExpressionParser } from 'cron-parser';
+import { zoneOffsetMs } from './zone-offset.ts';
 
 export type OnceSchedule = { type: 'once'; at: string };
 export type DelaySchedule = { type: 'delay'; delayMs: number; at?: string };
@@ -157,7 +158,7 @@ function nextCron(s: CronSchedule, afterMs: number): number | null {
   // Strictly after `from`; starting one ms before startAt lets startAt itself match.
   const from = Math.max(afterMs, startMs - 1);
   // A firing t belongs to the wall-clock time t + offset; the smallest offset around `from` bounds where to start.
-  const lo = from + Math.min(...[-2 * DAY_MS, 0, 2 * DAY_MS].map((d) => utcOffsetMs(tz, from + d)));
+  const lo = from + Math.min(...[-2 * DAY_MS, 0, 2 * DAY_MS].map((d) => zoneOffsetMs(from + d, tz)));
   // cron-parser's next() is strictly after currentDate: start one ms early so that `lo` itself can match.
   const it = CronExpressionParser.parse(s.expression, { currentDate: new Date(lo - 1), tz: 'UTC' });
   const everyHour = it.fields.hour.values.length === 24;
@@ -168,7 +169,7 @@ function nextCron(s: CronSchedule, afterMs: number): number | null {
     for (const t of wallClockFirings(tz, wall, everyHour)) {
       if (t > from && t < best) {
         best = t;
-        limit = t + Math.max(utcOffsetMs(tz, t - 2 * DAY_MS), utcOffsetMs(tz, t));
+        limit = t + Math.max(zoneOffsetMs(t - 2 * DAY_MS, tz), zoneOffsetMs(t, tz));
       }
     }
   }
@@ -181,40 +182,15 @@ function nextCron(s: CronSchedule, afterMs: number): number | null {
  * first instance, or both when the expression names every hour (`everyHour`).
  */
 function wallClockFirings(tz: string, wall: number, everyHour: boolean): number[] {
-  const before = utcOffsetMs(tz, wall - DAY_MS);
-  const after = utcOffsetMs(tz, wall + DAY_MS);
+  const before = zoneOffsetMs(wall - DAY_MS, tz);
+  const after = zoneOffsetMs(wall + DAY_MS, tz);
   const out: number[] = [];
   for (const o of before === after ? [before] : [before, after]) {
-    if (utcOffsetMs(tz, wall - o) === o) out.push(wall - o);
+    if (zoneOffsetMs(wall - o, tz) === o) out.push(wall - o);
   }
   if (out.length === 0) return [wall - before];
   out.sort((a, b) => a - b);
   return everyHour ? out : out.slice(0, 1);
-}
-
-const wallClockFormats = new Map<string, Intl.DateTimeFormat>();
-
-/** The offset of `tz` from UTC at instant `t`, in ms: local wall-clock time read as UTC = t + offset. */
-function utcOffsetMs(tz: string, t: number): number {
-  let f = wallClockFormats.get(tz);
-  if (f === undefined) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone: tz,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    if (wallClockFormats.size >= 1000) wallClockFormats.clear();
-    wallClockFormats.set(tz, f);
-  }
-  const p: Partial<Record<Intl.DateTimeFormatPartTypes, number>> = {};
-  for (const { type, value } of f.formatToParts(t)) p[type] = Number(value);
-  const wall = Date.UTC(p.year ?? NaN, (p.month ?? NaN) - 1, p.day, p.hour, p.minute, p.second);
-  return wall - Math.floor(t / 1000) * 1000;
 }
 
 /** True when `name` is an IANA time zone this runtime knows. */

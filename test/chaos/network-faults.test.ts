@@ -30,6 +30,7 @@ import { eventually } from '../support/eventually.ts';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.ts';
 import { type PrivatePostgres, postgresBinDir, startPrivatePostgres } from '../support/private-postgres.ts';
 import { type Receiver, startReceiver } from '../support/receiver.ts';
+import { selfSignedLocalhost } from '../support/tls.ts';
 
 const HOLE_MS = 10_000;
 /** How long a dead connection may go unnoticed: the watch's limit, plus its 0.5 s rounds and a loaded machine's slack. */
@@ -288,32 +289,16 @@ describe.runIf(postgresBinDir() !== null)('database connections over TLS', () =>
     pg = await startPrivatePostgres();
     // A self-signed certificate, readable by the server (as root it runs as `postgres`), switched on by a reload.
     certDir = await mkdtemp(join(tmpdir(), 'chime-pg-tls-'));
-    await promisify(execFile)('openssl', [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=localhost',
-      '-keyout',
-      join(certDir, 'server.key'),
-      '-out',
-      join(certDir, 'server.crt'),
-    ]);
+    const { certFile, keyFile } = selfSignedLocalhost(certDir);
     if (userInfo().uid === 0) {
       const id = async (flag: string) => Number((await promisify(execFile)('id', [flag, 'postgres'])).stdout.trim());
       const [uid, gid] = [await id('-u'), await id('-g')];
-      for (const f of ['', 'server.key', 'server.crt']) await chown(join(certDir, f), uid, gid);
+      for (const f of [certDir, keyFile, certFile]) await chown(f, uid, gid);
     }
-    await chmod(join(certDir, 'server.key'), 0o600);
+    await chmod(keyFile, 0o600);
     const admin = postgres(pg.url, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`alter system set ssl_cert_file = '${join(certDir, 'server.crt')}'`);
-    await admin.unsafe(`alter system set ssl_key_file = '${join(certDir, 'server.key')}'`);
+    await admin.unsafe(`alter system set ssl_cert_file = '${certFile}'`);
+    await admin.unsafe(`alter system set ssl_key_file = '${keyFile}'`);
     await admin.unsafe(`alter system set ssl = on`);
     await admin`select pg_reload_conf()`;
     await admin.end();

@@ -1,13 +1,4 @@
-/**
- * `createDeliver` / `classifyError` (src/dispatch/deliver.ts) against real endpoints on this machine: every way a
- * callback can fail before a response lands in its error class (ERROR_CLASS in src/domain/attempt-outcome.ts),
- * with `maybeSent` telling whether a request byte can have reached the receiver (what at-most-once jobs decide on):
- * a name that does not resolve → dns; a self-signed, untrusted or misnamed certificate, or TLS to a plaintext
- * port → tls; a closed port → connection_refused; no answer within timeoutMs → timeout; a connection cut after
- * the request arrived → connection_error. The certificates are made by `openssl req` for each run.
- */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -26,39 +17,10 @@ import {
 import { ERROR_CLASS, type HttpResult } from '../../src/domain/attempt-outcome.ts';
 import { freePort } from '../support/chime-process.ts';
 import { type Receiver, startReceiver } from '../support/receiver.ts';
+import { selfSignedLocalhost } from '../support/tls.ts';
 
 /** A certificate and its key, PEM. */
 type Cert = { cert: string; key: string };
-
-/** A self-signed P-256 certificate for `localhost` (and nothing else), valid one day, made with openssl. */
-function selfSignedLocalhost(dir: string): Cert {
-  const keyFile = join(dir, 'key.pem');
-  const certFile = join(dir, 'cert.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=DNS:localhost',
-      '-keyout',
-      keyFile,
-      '-out',
-      certFile,
-    ],
-    { stdio: 'pipe' },
-  );
-  return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
-}
 
 type TlsServer = { port: number; requests: number; close(): Promise<void> };
 

@@ -7,6 +7,8 @@
  * `Europe/Kyiv`). Both spellings are accepted by `Intl` (so by the API's check); the console shows the current one.
  */
 
+import { zoneOffsetMs } from '../../domain/zone-offset.ts';
+
 /** Old spellings `Intl.supportedValuesOf('timeZone')` reports, mapped to the current IANA names (tzdata `backward`). */
 export const RENAMED_ZONES: Readonly<Record<string, string>> = Object.freeze({
   'Africa/Asmera': 'Africa/Asmara',
@@ -64,34 +66,8 @@ export function sameZone(a: string, b: string): boolean {
   return currentZoneName(a) === currentZoneName(b);
 }
 
-const partFormats = new Map<string, Intl.DateTimeFormat>();
-
-/** The wall clock of `zone` at `ms`: [year, month (1-12), day, hour, minute, second]. */
-function wallClock(ms: number, zone: string): number[] {
-  let f = partFormats.get(zone);
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone: zone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    partFormats.set(zone, f);
-  }
-  const parts = Object.fromEntries(f.formatToParts(new Date(ms)).map((p) => [p.type, p.value]));
-  return ['year', 'month', 'day', 'hour', 'minute', 'second'].map((k) => Number(parts[k]));
-}
-
-/** How far `zone`'s wall clock is ahead of UTC at the instant `ms`, in ms (`Europe/Paris` in January: 3,600,000). */
-export function zoneOffsetMs(ms: number, zone: string): number {
-  const [y, mo, d, h, mi, s] = wallClock(ms, zone) as [number, number, number, number, number, number];
-  const wallAsUtc = Date.UTC(y, mo - 1, d, h, mi, s);
-  return wallAsUtc - (ms - (((ms % 1000) + 1000) % 1000));
-}
+/** The zone's offset from UTC at an instant (shared with the schedule arithmetic: domain/zone-offset.ts). */
+export { zoneOffsetMs };
 
 /** A wall-clock time (month 1-12), as typed. */
 export type WallTime = { year: number; month: number; day: number; hour: number; minute: number; second: number; ms: number };
@@ -117,8 +93,8 @@ export function wallInputOf(iso: string | undefined | null, zone: string): strin
   if (!iso) return '';
   const ms = Date.parse(iso);
   if (Number.isNaN(ms)) return '';
-  const [y, mo, d, h, mi] = wallClock(ms, zone) as [number, number, number, number, number];
-  return `${pad(y, 4)}-${pad(mo)}-${pad(d)}T${pad(h)}:${pad(mi)}`;
+  const wall = new Date(ms + zoneOffsetMs(ms, zone)); // the zone's wall clock, read through the UTC getters
+  return `${pad(wall.getUTCFullYear(), 4)}-${pad(wall.getUTCMonth() + 1)}-${pad(wall.getUTCDate())}T${pad(wall.getUTCHours())}:${pad(wall.getUTCMinutes())}`;
 }
 
 /**
