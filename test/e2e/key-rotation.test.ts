@@ -6,6 +6,7 @@
  * every token still decrypts and every callback still verifies. A secret sealed under a key no longer configured stops
  * the start-up with a clear message naming the key. The real process, on each database target.
  */
+import { readFile } from 'node:fs/promises';
 import postgres from 'postgres';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -53,8 +54,7 @@ describe.each(DATABASE_TARGETS)('encryption key rotation on $kind', (target) => 
         1,
       );
     };
-    const oldKeyValue = async () =>
-      oldKey ?? (await import('node:fs/promises')).readFile(`${db.dataDir}/encryption.key`, 'utf8').then((s) => s.trim());
+    const oldKeyValue = async () => oldKey ?? (await readFile(`${db.dataDir}/encryption.key`, 'utf8')).trim();
 
     let chime = await start('sealed under the old key', oldKey);
     const tenant = await createTestTenant(chime.url, 'rotation');
