@@ -24,6 +24,7 @@ export const DISTRIBUTED_TABLES = [
   'attempts',
   'idempotency_keys',
   'notification_endpoints',
+  'audit_log',
 ] as const;
 
 /** Tables without a tenant: copied to every node. drizzle's journal (`drizzle.__drizzle_migrations`) stays local. */

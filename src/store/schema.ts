@@ -39,6 +39,10 @@ export const tenants = pgTable(
     id: uuid('id').notNull(),
     name: text('name').notNull(),
     createdAt: tz('created_at').notNull().defaultNow(),
+    /** `active`, or `suspended` by the operator: its keys are refused and its runs held (not sent, not lost). */
+    status: text('status').notNull().default('active'),
+    /** The operator's overrides of the configured quotas (`{ maxJobs?, requestsPerSecond?, callbacksPerDay? }`). */
+    quotas: jsonb('quotas').notNull().default(sql`'{}'::jsonb`),
   },
   (t) => [primaryKey({ name: 'tenants_pkey', columns: [t.shard, t.id] })],
 );
@@ -147,6 +151,8 @@ export const jobs = pgTable(
     lastRunAt: tz('last_run_at'),
     createdAt: tz('created_at').notNull(),
     updatedAt: tz('updated_at').notNull(),
+    /** The W3C `traceparent` of the request that created the job, when tracing is on: its runs' spans link to it. */
+    traceParent: text('trace_parent'),
   },
   (t) => [
     primaryKey({ name: 'jobs_pkey', columns: [t.shard, t.id] }),
@@ -279,5 +285,37 @@ export const notificationEndpoints = pgTable(
   (t) => [
     primaryKey({ name: 'notification_endpoints_pkey', columns: [t.shard, t.id] }),
     index('notification_endpoints_tenant_idx').on(t.tenantId, t.id),
+  ],
+);
+
+/**
+ * The audit log: one entry per change a tenant (or the operator, or Chime on its behalf) made, written in the same
+ * transaction (or statement) as the change, so an entry exists exactly when its change does (API.md "Access control
+ * and audit"). `changes` holds field names only, never values. Pruned after CHIME_AUDIT_RETENTION_DAYS.
+ */
+export const auditLog = pgTable(
+  'audit_log',
+  {
+    shard: shard(),
+    id: uuid('id').notNull(),
+    tenantId: uuid('tenant_id').notNull(),
+    at: tz('at').notNull(),
+    /** `api_key`, `admin` or `system`. */
+    actorType: text('actor_type').notNull(),
+    /** The API key that made the change (`actor_type = 'api_key'`), with its prefix. */
+    keyId: uuid('key_id'),
+    keyPrefix: text('key_prefix'),
+    /** Why Chime made the change (`actor_type = 'system'`: `consecutive_failures`, `gone`). */
+    reason: text('reason'),
+    action: text('action').notNull(),
+    targetType: text('target_type').notNull(),
+    targetId: text('target_id').notNull(),
+    requestId: text('request_id'),
+    changes: text('changes').array(),
+  },
+  (t) => [
+    primaryKey({ name: 'audit_log_pkey', columns: [t.shard, t.id] }),
+    // The tenant's entries newest first (ids are UUID v7, time-ordered); retention cuts by id on the primary key.
+    index('audit_log_tenant_idx').on(t.tenantId, t.shard, t.id),
   ],
 );
