@@ -40,6 +40,7 @@ import { createdTenantJson, ensureFirstTenant } from './first-tenant.ts';
 import { tuneHeap } from './heap-tuning.ts';
 import { createRequestMetrics, registerBuildInfo } from './request-metrics.ts';
 import { openRuntime, type Runtime, startClockSync } from './runtime.ts';
+import { type ApiPresence, createApiPresence } from './store/api-presence.ts';
 import { CipherError, keyName } from './store/cipher.ts';
 import { errorChain } from './store/db.ts';
 import { ensureJwtKey, JWKS_GRACE_MS, rotateJwtKey } from './store/jwt-keys.ts';
@@ -48,6 +49,7 @@ import { checkPostgresPatch, PostgresPatchError } from './store/postgres-patch.t
 import { countDueRuns } from './store/queue/due-backlog.ts';
 import { checkKeysInUse, MissingEncryptionKeyError, reencryptSecrets } from './store/sealed-secrets.ts';
 import { createTenant } from './store/tenants.ts';
+import { loadTracing, type Tracing } from './tracing.ts';
 
 const ROLES = ['api', 'dispatcher', 'all'] as const;
 /**
@@ -149,6 +151,9 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   // A dispatcher's heap setting; an API-only process keeps V8's default (heap-tuning.ts says why).
   if (role !== 'api') tuneHeap();
   const logger = pino({ level: config.logLevel, base: { service: 'chime', role } });
+  // Only with OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) set is the OpenTelemetry SDK loaded (README "Traces").
+  const tracing = await loadTracing(process.env, { serviceVersion: pkg.version, log: (level, msg) => logger[level](msg) });
+  if (tracing) logger.info('tracing: spans are exported over OTLP/HTTP');
   const rt = await openDatabase(config, { poolSize: role === 'api' ? 10 : 20 });
   // Every key a stored secret is sealed under must be configured; opening the signing key proves the keys are the
   // ones the data was sealed with. On a failure the database is closed, or its open connections would keep the
@@ -191,11 +196,20 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   });
   let housekeeper: Housekeeper | null = null;
   let callbackAgent: Agent | null = null;
+  // An API process on PostgreSQL counts the others, to share each tenant's request rate with them (api-presence.ts).
+  const presence =
+    role !== 'dispatcher' && config.databaseUrl
+      ? createApiPresence(rt.database.db, {
+          onError: (err) => logger.warn({ err }, 'API heartbeat failed; the last count of API processes stands'),
+        })
+      : null;
+  await presence?.start();
   // A dispatcher-only process still answers /healthz, /readyz and /metrics on PORT.
   const server = await (role === 'dispatcher'
     ? startOpsServer(config, rt, logger, metrics)
-    : startApi(config, rt, logger, metrics, requestMetrics)
+    : startApi(config, rt, logger, metrics, requestMetrics, tracing, presence)
   ).catch(async (err: unknown) => {
+    await presence?.stop();
     // Its open connections (or the embedded database's lock) would keep the process from exiting.
     await rt.database.close().catch(() => {});
     throw err;
@@ -207,6 +221,7 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
       clock: rt.clock,
       logger,
       retentionMs: config.retentionMs,
+      auditRetentionMs: config.auditRetentionMs,
       metrics: dispatchMetrics,
     });
     housekeeper.start();
@@ -218,7 +233,8 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
       deliver: createDeliver(callbackAgent),
       keyring: createKeyring(rt.store, { jwtKeyMaxAgeMs: config.jwtKeyMaxAgeMs, createSigner: createNodeJwtSigner }),
       userAgent: `chime/${pkg.version}`,
-      options: config.dispatch,
+      options: { ...config.dispatch, callbacksPerDay: config.limits.callbacksPerDay },
+      tracer: tracing?.dispatchTracer,
     });
     await dispatcher.start();
   }
@@ -232,7 +248,10 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   await housekeeper?.stop();
   stopClockSync();
   await closing;
+  await presence?.stop();
   await rt.database.close();
+  // The spans of the drain go out before the process ends.
+  await tracing?.shutdown();
   logger.info('stopped');
   return 0;
 }
@@ -243,6 +262,8 @@ async function startApi(
   logger: Logger,
   metrics: MetricsExposition,
   countRequest: (r: RequestRecord) => void,
+  tracing: Tracing | null,
+  presence: ApiPresence | null,
 ): Promise<ServerType> {
   const assets = await loadWebAssets();
   if (!assets) logger.warn('the web assets are not built (npm run build): /console and /docs answer 503');
@@ -259,6 +280,8 @@ async function startApi(
       version: pkg.version,
       limits: config.limits,
     },
+    // The API processes alive on the database, sharing each tenant's request rate (1 on the embedded database).
+    ...(presence ? { apiProcesses: () => presence.processes } : {}),
     resolveHost: async (host) => {
       const r = await resolvePublicHost(host);
       // A name that does not resolve now is accepted: the connect-time guard checks it on every attempt.
@@ -276,6 +299,7 @@ async function startApi(
     // client shares the proxy's address.
     clientAddress: (c) => getConnInfo(c).remote.address,
     onSecurityWarning: (fields, message) => logger.warn(fields, message),
+    ...(tracing ? { tracing: { requestMiddleware: tracing.requestMiddleware } } : {}),
   });
   return listen(app.fetch, config, logger);
 }

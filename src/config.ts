@@ -4,21 +4,24 @@
  */
 import { z } from 'zod';
 import { DISPATCHER_DEFAULTS } from './dispatch/defaults.ts';
+import { MAX_QUOTA } from './domain/quotas.ts';
 
 export const DEFAULT_PORT = 8080;
 /** Address the HTTP server listens on (all IPv4 interfaces). */
 export const DEFAULT_HOST = '0.0.0.0';
 export const DEFAULT_DATA_DIR = './.chime';
-/** Per-tenant API limits: requests per second (token bucket, per API process; 0 = off) and active jobs (0 = no quota). */
-export const DEFAULT_LIMITS = { ratePerSecond: 100, maxActiveJobs: 100_000 } as const;
 /** Finished runs (and their attempts) older than this many days are pruned; 0 keeps them forever. */
 export const DEFAULT_RETENTION_DAYS = 30;
+/** Audit entries older than this many days are pruned; 0 keeps them forever. */
+export const DEFAULT_AUDIT_RETENTION_DAYS = 365;
 /** The JWT signing key is rotated when older than this many days; the retired key stays in the JWKS a while. */
 export const DEFAULT_JWT_KEY_MAX_AGE_DAYS = 30;
 
 const DAY_MS = 86_400_000;
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const positiveInt = z.coerce.number().int().positive();
+/** A quota's default (0 = no limit). */
+const quota = z.coerce.number().int().min(0).max(MAX_QUOTA);
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(DEFAULT_PORT),
@@ -42,10 +45,14 @@ const EnvSchema = z.object({
   CHIME_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(DISPATCHER_DEFAULTS.shutdownGraceMs),
   CHIME_LEASE_MARGIN_MS: z.coerce.number().int().min(0).default(DISPATCHER_DEFAULTS.leaseMarginMs),
   CHIME_REAP_INTERVAL_MS: positiveInt.default(DISPATCHER_DEFAULTS.reapIntervalMs),
-  CHIME_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.ratePerSecond),
+  CHIME_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(0).optional(),
   CHIME_RATE_LIMIT_BURST: positiveInt.optional(),
-  CHIME_MAX_ACTIVE_JOBS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.maxActiveJobs),
+  CHIME_MAX_ACTIVE_JOBS: z.coerce.number().int().min(0).optional(),
+  CHIME_QUOTA_MAX_JOBS: quota.optional(),
+  CHIME_QUOTA_REQUESTS_PER_SECOND: quota.optional(),
+  CHIME_QUOTA_CALLBACKS_PER_DAY: quota.optional(),
   CHIME_RETENTION_DAYS: z.coerce.number().min(0).default(DEFAULT_RETENTION_DAYS),
+  CHIME_AUDIT_RETENTION_DAYS: z.coerce.number().min(0).default(DEFAULT_AUDIT_RETENTION_DAYS),
   CHIME_JWT_KEY_MAX_AGE_DAYS: z.coerce.number().positive().default(DEFAULT_JWT_KEY_MAX_AGE_DAYS),
 });
 
@@ -81,10 +88,17 @@ export type Config = {
     /** How often expired leases are reaped, in ms. */
     reapIntervalMs: number;
   };
-  /** Per-tenant API limits; `ratePerSecond` 0 disables rate limiting, `maxActiveJobs` 0 disables the quota. */
-  limits: { ratePerSecond: number; burst: number; maxActiveJobs: number };
+  /**
+   * The default per-tenant quotas (a tenant's overrides in `tenants.quotas` take precedence; 0 = no limit):
+   * `ratePerSecond` requests a second across all API processes together (CHIME_QUOTA_REQUESTS_PER_SECOND, else the
+   * older CHIME_RATE_LIMIT_PER_SECOND), `burst` (CHIME_RATE_LIMIT_BURST, default twice the rate), `maxActiveJobs`
+   * (CHIME_QUOTA_MAX_JOBS, else the older CHIME_MAX_ACTIVE_JOBS) and `callbacksPerDay` (CHIME_QUOTA_CALLBACKS_PER_DAY).
+   */
+  limits: { ratePerSecond: number; burst: number; maxActiveJobs: number; callbacksPerDay: number };
   /** Age in ms after which finished runs are pruned; 0 = never. */
   retentionMs: number;
+  /** Age in ms after which audit entries are pruned; 0 = never. */
+  auditRetentionMs: number;
   /** Age in ms after which the JWT signing key is rotated. */
   jwtKeyMaxAgeMs: number;
 };
@@ -101,6 +115,24 @@ export class ConfigError extends Error {
  * too (test/bench/README.md, "Measurements behind defaults").
  */
 export const EMBEDDED_DISPATCH_CONCURRENCY = 64;
+
+/**
+ * The default quotas. The CHIME_QUOTA_* names (API.md "Operating tenants") came after CHIME_MAX_ACTIVE_JOBS and
+ * CHIME_RATE_LIMIT_PER_SECOND; a deployment that set only the older names (or none) keeps the limits it had, with their
+ * defaults (100,000 jobs, 100 requests a second): an unset CHIME_QUOTA_* variable falls back to its older name, and
+ * sets no limit of its own (`CHIME_QUOTA_CALLBACKS_PER_DAY`, which has no older name: unset = unlimited). When both
+ * are set, the CHIME_QUOTA_* one wins.
+ */
+function quotaDefaults(e: z.infer<typeof EnvSchema>): Config['limits'] {
+  // Unset is unlimited (API.md "Access control and audit"); the older names still count where they are set.
+  const ratePerSecond = e.CHIME_QUOTA_REQUESTS_PER_SECOND ?? e.CHIME_RATE_LIMIT_PER_SECOND ?? 0;
+  return {
+    ratePerSecond,
+    burst: e.CHIME_RATE_LIMIT_BURST ?? 2 * ratePerSecond,
+    maxActiveJobs: e.CHIME_QUOTA_MAX_JOBS ?? e.CHIME_MAX_ACTIVE_JOBS ?? 0,
+    callbacksPerDay: e.CHIME_QUOTA_CALLBACKS_PER_DAY ?? 0,
+  };
+}
 
 /**
  * Parses the environment.
@@ -136,12 +168,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       leaseMarginMs: e.CHIME_LEASE_MARGIN_MS,
       reapIntervalMs: e.CHIME_REAP_INTERVAL_MS,
     },
-    limits: {
-      ratePerSecond: e.CHIME_RATE_LIMIT_PER_SECOND,
-      burst: e.CHIME_RATE_LIMIT_BURST ?? 2 * e.CHIME_RATE_LIMIT_PER_SECOND,
-      maxActiveJobs: e.CHIME_MAX_ACTIVE_JOBS,
-    },
+    limits: quotaDefaults(e),
     retentionMs: Math.round(e.CHIME_RETENTION_DAYS * DAY_MS),
+    auditRetentionMs: Math.round(e.CHIME_AUDIT_RETENTION_DAYS * DAY_MS),
     jwtKeyMaxAgeMs: Math.round(e.CHIME_JWT_KEY_MAX_AGE_DAYS * DAY_MS),
   };
 }

@@ -14,13 +14,15 @@ import { publicJwks } from '../store/jwt-keys.ts';
 import { EndpointLimitError } from '../store/notifications.ts';
 import { limitBody } from './body-limit.ts';
 import { consoleRoutes } from './console.ts';
-import type { AppDeps, AppEnv } from './env.ts';
+import { type AppDeps, type AppEnv, withSource } from './env.ts';
 import { jsonGuard, requireJsonMediaType } from './json-guard.ts';
 import { opsRoutes } from './ops.ts';
 import { ApiError, problemResponse, schemaFieldErrors, validationError } from './problems.ts';
-import { rateLimit, TokenBuckets } from './rate-limit.ts';
+import { FailedAttempts, rateLimit, TokenBuckets } from './rate-limit.ts';
 import { requestContext, requestIdOf } from './requests.ts';
 import { requireScope } from './route-scopes.ts';
+import { ADMIN_PREFIX, adminTenantRoutes } from './routes/admin-tenants.ts';
+import { auditLogRoutes } from './routes/audit-log.ts';
 import { batchRoutes } from './routes/batch.ts';
 import { bulkRoutes } from './routes/bulk.ts';
 import { errorCodes } from './routes/common.ts';
@@ -52,6 +54,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     '*',
     requestContext(deps.onRequest, () => performance.now()),
   );
+  // The request's server span (README "Traces"), inside the request context so that it knows the request id.
+  if (deps.tracing) app.use('*', deps.tracing.requestMiddleware);
   app.use('*', async (c, next) => {
     c.set('deps', deps);
     await next();
@@ -74,10 +78,14 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   });
 
   app.use('/v1/tenants', requireJsonMediaType(), jsonGuard());
-  app.route('/', signupRoutes());
+  // The admin token's routes (tenant sign-up, operating tenants) share one count of failed attempts per address.
+  const adminFailures = new FailedAttempts();
+  app.route('/', signupRoutes(adminFailures));
+  app.use(`${ADMIN_PREFIX}*`, requireJsonMediaType(), jsonGuard());
+  app.route('/', adminTenantRoutes(adminFailures));
   // Tenant routes (/v1 and the compatibility routes): API key, then the tenant's rate limit, then the body check.
   const requireApiKey: MiddlewareHandler<AppEnv> = async (c, next) => {
-    if (c.req.path === '/v1/tenants') return next();
+    if (c.req.path === '/v1/tenants' || c.req.path.startsWith(ADMIN_PREFIX)) return next();
     const key = bearer(c.req.header('authorization'));
     const auth = key ? await authenticateApiKey(deps.store, key) : null;
     if (!auth) {
@@ -94,14 +102,30 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     c.set('keyId', auth.keyId);
     c.set('keyPrefix', auth.prefix);
     c.set('scopes', auth.scopes);
+    c.set('quotas', auth.quotas);
+    // A suspended tenant's keys are refused, but only once they are known to be its keys: a wrong key stays a 401.
+    if (auth.tenantStatus === 'suspended') {
+      throw new ApiError('tenant_suspended', 'this tenant is suspended by the operator; its API keys are refused until it is resumed');
+    }
+    // The request's changes carry who made them, for their audit entries (and a created job its trace).
+    c.set(
+      'deps',
+      withSource(deps, {
+        actor: { type: 'api_key', keyId: auth.keyId, prefix: auth.prefix },
+        requestId: c.var.requestId,
+        traceParent: c.var.traceParent,
+      }),
+    );
     await next();
   };
   const limits = deps.config.limits;
-  const buckets = limits && limits.ratePerSecond > 0 ? new TokenBuckets(limits.ratePerSecond, limits.burst) : null;
+  // Always, with limits: a tenant's override may set a rate when the default sets none. Each tenant's bucket holds its
+  // share of the rate among the live API processes (rate-limit.ts).
+  const buckets = limits ? new TokenBuckets(1, 1) : null;
   for (const path of ['/v1/*', '/jobs/*']) {
     app.use(path, requireApiKey);
     app.use(path, requireScope());
-    if (buckets) app.use(path, rateLimit(buckets, deps.store.clock));
+    if (buckets && limits) app.use(path, rateLimit(buckets, deps.store.clock, limits, deps.apiProcesses));
     app.use(path, requireJsonMediaType());
     app.use(path, jsonGuard({ except: [BATCH_PATH] })); // the batch route checks each job on its own
   }
@@ -114,6 +138,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.route('/', runRoutes());
   app.route('/', usageRoutes());
   app.route('/', notificationRoutes());
+  app.route('/', auditLogRoutes());
   app.route('/', compatRoutes());
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });

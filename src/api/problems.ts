@@ -17,8 +17,14 @@ export const PROBLEMS = Object.freeze({
   conflict: { status: 409, title: 'Conflict' },
   payload_too_large: { status: 413, title: 'The request body is too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
-  /** The tenant's active-jobs quota (CHIME_MAX_ACTIVE_JOBS) is reached: a conflict with the tenant's state, not bad input. */
-  quota_exceeded: { status: 409, title: 'Quota exceeded' },
+  /** The tenant is suspended by the operator (`PATCH /v1/admin/tenants/:tenantId`): its keys are refused until resumed. */
+  tenant_suspended: { status: 403, title: 'Tenant suspended' },
+  /**
+   * A quota of the tenant (`maxJobs`: CHIME_QUOTA_MAX_JOBS or its override) is reached; the detail names it. 403 as
+   * API.md "Operating tenants" says: the tenant is not allowed more, whatever the request (it was 409 before quotas
+   * had overrides per tenant).
+   */
+  quota_exceeded: { status: 403, title: 'Quota exceeded' },
   rate_limited: { status: 429, title: 'Too many requests' },
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Service unavailable' },

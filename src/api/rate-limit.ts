@@ -1,11 +1,21 @@
 /**
- * Per-tenant rate limit of the API: a token bucket per tenant, per API process.
+ * Per-tenant rate limit of the API (the `requestsPerSecond` quota): a token bucket per tenant in each API process,
+ * sized so that the processes together allow the tenant's rate.
  *
  * Each tenant's bucket holds up to `burst` tokens and refills at `ratePerSecond` tokens a second; a request takes
  * one token, and a request that finds less than one is answered `429` with `Retry-After` (whole seconds until a
- * token is back). The buckets live in this process's memory: with N API processes a tenant may make up to N times
- * the rate. A limit shared across processes would need the database (or another shared store) on every request,
- * which would cost more than the requests it protects.
+ * token is back). The rate is the tenant's override (`tenants.quotas.requestsPerSecond`, read with its key) or the
+ * configured default; an override's burst is twice its rate, as the default's is unless CHIME_RATE_LIMIT_BURST says.
+ *
+ * Shared across processes without a database write per request: every API process on PostgreSQL heartbeats a row
+ * every few seconds (src/store/api-presence.ts) and counts the live ones, N; each gives each tenant rate/N and
+ * burst/N (at least one token). Behind a load balancer that spreads a tenant's requests over the processes, the
+ * tenant gets about its rate in total, not N times it. The error bound: over any window of T seconds while N is
+ * stable, a tenant gets at most rate·T + burst requests accepted in all; while a process is joining (until the
+ * others' next heartbeat, API_HEARTBEAT_MS), at most rate·N/(N−1) a second; after a process dies, the others go on
+ * giving rate/N until its row ages out (API_PROCESS_TTL_MS), which errs low. Requests sent to fewer processes than
+ * are alive (no balancer, sticky connections) get less than the rate: the limit only ever errs on the side of
+ * refusing. On the embedded database (one process) and on Workers (off: README) the buckets are simply local.
  *
  * The middleware runs after authentication, keyed by the authenticated tenant: requests with unknown, revoked or
  * expired keys are answered `401` before they reach a bucket, so nobody can exhaust a tenant's bucket without its
@@ -23,6 +33,7 @@
 import type { MiddlewareHandler } from 'hono';
 import ipaddr from 'ipaddr.js';
 import type { Clock } from '../domain/clock.ts';
+import { effectiveQuota, type QuotaOverrides } from '../domain/quotas.ts';
 import type { AppEnv } from './env.ts';
 import { ApiError } from './problems.ts';
 
@@ -33,6 +44,8 @@ export const MAX_TRACKED_TENANTS = 10_000;
 export type TakeResult = { ok: true } | { ok: false; retryAfterSeconds: number };
 
 type Bucket = { tokens: number; updatedMs: number };
+/** A bucket's refill rate (tokens a second, > 0) and capacity (tokens; below 1 taken as 1). */
+export type BucketLimit = { readonly ratePerSecond: number; readonly burst: number };
 
 /** Token buckets by key (a tenant id), refilled lazily on each take; no timers. */
 export class TokenBuckets {
@@ -63,57 +76,86 @@ export class TokenBuckets {
   peek(key: string, nowMs: number): TakeResult {
     const found = this.buckets.get(key);
     if (!found) return { ok: true };
-    const tokens = this.refilled(found, nowMs);
-    return tokens >= 1 ? { ok: true } : { ok: false, retryAfterSeconds: this.waitSeconds(tokens) };
+    const tokens = this.refilled(found, nowMs, this);
+    return tokens >= 1 ? { ok: true } : { ok: false, retryAfterSeconds: this.waitSeconds(tokens, this.ratePerSecond) };
   }
 
   /**
    * Takes one token from `key`'s bucket at `nowMs` (UTC epoch ms; a clock going backwards adds nothing).
+   * @param limit this key's rate (tokens a second, > 0) and burst (tokens), if not the constructor's: a bucket refills
+   *   at the rate given with each take, so a changed limit applies from the next take on
    * @returns ok, or the whole seconds (rounded up, at least 1) until a token is available
    */
-  take(key: string, nowMs: number): TakeResult {
+  take(key: string, nowMs: number, limit: BucketLimit = this): TakeResult {
     const found = this.buckets.get(key);
     let bucket: Bucket;
     if (found) {
-      bucket = { tokens: this.refilled(found, nowMs), updatedMs: Math.max(nowMs, found.updatedMs) };
+      bucket = { tokens: this.refilled(found, nowMs, limit), updatedMs: Math.max(nowMs, found.updatedMs) };
       this.buckets.delete(key); // re-inserted below: Map order is then least recently used first
     } else {
-      bucket = { tokens: Math.max(1, this.burst), updatedMs: nowMs };
+      bucket = { tokens: Math.max(1, limit.burst), updatedMs: nowMs };
       if (this.buckets.size >= this.maxKeys) this.buckets.delete(this.buckets.keys().next().value!);
     }
     const ok = bucket.tokens >= 1;
     if (ok) bucket.tokens -= 1;
     this.buckets.set(key, bucket);
     if (ok) return { ok: true };
-    return { ok: false, retryAfterSeconds: this.waitSeconds(bucket.tokens) };
+    return { ok: false, retryAfterSeconds: this.waitSeconds(bucket.tokens, limit.ratePerSecond) };
   }
 
   /** The tokens of `bucket` at `nowMs`, refilled since its last update (a clock going backwards adds nothing). */
-  private refilled(bucket: Bucket, nowMs: number): number {
+  private refilled(bucket: Bucket, nowMs: number, limit: BucketLimit): number {
     const elapsedMs = Math.max(0, nowMs - bucket.updatedMs);
-    return Math.min(Math.max(1, this.burst), bucket.tokens + (elapsedMs * this.ratePerSecond) / 1000);
+    return Math.min(Math.max(1, limit.burst), bucket.tokens + (elapsedMs * limit.ratePerSecond) / 1000);
   }
 
-  /** Whole seconds (at least 1) until a bucket holding `tokens` (< 1) holds one. */
-  private waitSeconds(tokens: number): number {
+  /** Whole seconds (at least 1) until a bucket holding `tokens` (< 1) holds one at `ratePerSecond`. */
+  private waitSeconds(tokens: number, ratePerSecond: number): number {
     // Less a hair, so floating-point residue of a fractional rate (10/60 s) does not round 1 s up to 2.
-    return Math.max(1, Math.ceil((1 - tokens) / this.ratePerSecond - 1e-9));
+    return Math.max(1, Math.ceil((1 - tokens) / ratePerSecond - 1e-9));
   }
 }
 
 /**
- * The middleware: one token of the authenticated tenant's bucket per request, else `429` problem+json with
- * `Retry-After`. Mount it after the API key check; requests without a tenant (none authenticated) pass untouched.
+ * A tenant's limit in one of `processes` API processes: its rate (`overrides.requestsPerSecond`, else
+ * `defaults.ratePerSecond`; 0 = none) and burst (the default's `burst` for the default rate, twice an override's rate
+ * for an override), each divided by `processes` (the burst to at least one token).
+ * @returns the process's share and the tenant's whole limit, or null when the tenant has no rate limit
  */
-export function rateLimit(buckets: TokenBuckets, clock: Clock): MiddlewareHandler<AppEnv> {
+export function tenantRateShare(
+  overrides: QuotaOverrides,
+  defaults: { ratePerSecond: number; burst: number },
+  processes: number,
+): { share: BucketLimit; whole: BucketLimit } | null {
+  const rate = effectiveQuota('requestsPerSecond', overrides, { requestsPerSecond: defaults.ratePerSecond });
+  if (rate === null) return null;
+  const burst = overrides.requestsPerSecond !== undefined ? 2 * rate : Math.max(1, defaults.burst);
+  const n = Math.max(1, Math.floor(processes));
+  return { whole: { ratePerSecond: rate, burst }, share: { ratePerSecond: rate / n, burst: Math.max(1, burst / n) } };
+}
+
+/**
+ * The middleware: one token of the authenticated tenant's bucket per request, else `429` problem+json with
+ * `Retry-After`. The tenant's limit is `tenantRateShare` of its quota overrides (`c.var.quotas`) and `defaults` over
+ * `processes()` API processes (default 1). Mount it after the API key check; requests without a tenant (none
+ * authenticated) pass untouched.
+ */
+export function rateLimit(
+  buckets: TokenBuckets,
+  clock: Clock,
+  defaults: { ratePerSecond: number; burst: number } = buckets,
+  processes: () => number = () => 1,
+): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const tenantId = c.get('tenantId');
-    if (tenantId) {
-      const r = buckets.take(tenantId, clock.now());
+    const limit = tenantId ? tenantRateShare(c.get('quotas') ?? {}, defaults, processes()) : null;
+    if (tenantId && limit) {
+      const r = buckets.take(tenantId, clock.now(), limit.share);
       if (!r.ok) {
+        const { ratePerSecond, burst } = limit.whole;
         throw new ApiError(
           'rate_limited',
-          `this tenant may make ${buckets.ratePerSecond} requests a second (bursts of ${Math.max(1, buckets.burst)}); retry in ${r.retryAfterSeconds} s`,
+          `this tenant may make ${ratePerSecond} requests a second (bursts of ${burst}), across all API processes; retry in ${r.retryAfterSeconds} s`,
           undefined,
           { 'retry-after': String(r.retryAfterSeconds) },
         );

@@ -37,6 +37,7 @@ export const ROUTE_SCOPES: Readonly<Record<string, Scope | typeof ANY_KEY>> = {
   'GET /v1/runs': 'runs:read',
   'GET /v1/runs/:runId': 'runs:read',
   'GET /v1/dead-letters': 'runs:read',
+  'GET /v1/audit-log': 'audit:read',
   'POST /v1/runs/:runId/replay': 'runs:write',
   'DELETE /v1/dead-letters/:runId': 'runs:write',
   'POST /v1/dead-letters/replay': 'runs:write',

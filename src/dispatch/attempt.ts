@@ -8,8 +8,9 @@ import type { ClaimedRun } from '../domain/claimed-run.ts';
 import type { Clock } from '../domain/clock.ts';
 import { storableText } from '../domain/storable-text.ts';
 import { buildCallbackRequest } from './callback-request.ts';
-import type { Deliver } from './deliver.ts';
+import type { CallbackRequest, Deliver } from './deliver.ts';
 import type { Keyring } from './keyring.ts';
+import { type DispatchTracer, redactedUrl } from './tracing.ts';
 
 export type AttemptDeps = {
   clock: Clock;
@@ -22,6 +23,8 @@ export type AttemptDeps = {
   onBuildError?: (err: unknown, run: ClaimedRun) => void;
   /** Checked after the request is built, before it is sent: true = the lease was given back, do not send. */
   abandoned?: (run: ClaimedRun) => boolean;
+  /** Makes a client span per request sent (README "Traces"); absent: none, and no `traceparent` header. */
+  tracer?: DispatchTracer;
 };
 
 /**
@@ -33,15 +36,77 @@ export async function performAttempt(run: ClaimedRun, deps: AttemptDeps): Promis
   const { clock } = deps;
   const startedAtMs = clock.now();
   let result: HttpResult;
+  /** The attempt span's `traceparent`, when traced: the finish that records the outcome links to it. */
+  let traceParent: string | undefined;
   try {
     const req = await buildCallbackRequest(run, deps.keyring, startedAtMs, deps.userAgent);
     if (deps.abandoned?.(run)) return null;
-    result = await deps.deliver(req, () => clock.now());
+    if (deps.tracer) [result, traceParent] = await deliverTraced(deps.tracer, run, req, deps);
+    else result = await deps.deliver(req, () => clock.now());
   } catch (err) {
     deps.onBuildError?.(err, run);
     result = { kind: 'error', errorClass: ERROR_CLASS.internal, message: `internal error: ${(err as Error).message}`, maybeSent: false };
   }
-  return outcomeOf(run, result, startedAtMs, clock.now(), deps.random);
+  const outcome = outcomeOf(run, result, startedAtMs, clock.now(), deps.random);
+  if (traceParent !== undefined) outcome.attemptTraceParent = traceParent;
+  return outcome;
+}
+
+/**
+ * Sends `req` inside a client span (OpenTelemetry HTTP client semantic conventions: named by the method; `url.full`
+ * redacted, `http.request.method`, `server.address`, `server.port`, `http.response.status_code`, `error.type`; status
+ * ERROR for an error or a status of 400 or more) with `chime.run_id`, `chime.job_id`, `chime.attempt`,
+ * `chime.tenant_id`, linked to the request that created the job and to the claim that took the run. The request
+ * carries the span's W3C `traceparent` header (it is not signed: the signatures cover the body and the URL only).
+ * @returns the delivery's result and the span's `traceparent`; never rejects (as `Deliver`)
+ */
+async function deliverTraced(
+  tracer: DispatchTracer,
+  run: ClaimedRun,
+  req: CallbackRequest,
+  deps: AttemptDeps,
+): Promise<[HttpResult, string]> {
+  let server: { address?: string; port?: number } = {};
+  try {
+    const u = new URL(req.url);
+    server = { address: u.hostname, port: u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80 };
+  } catch {
+    // The delivery reports the URL's error.
+  }
+  const span = tracer.startSpan(req.method, {
+    kind: 'client',
+    attributes: {
+      'http.request.method': req.method,
+      'url.full': redactedUrl(req.url),
+      'server.address': server.address,
+      'server.port': server.port,
+      'chime.run_id': run.runId,
+      'chime.job_id': run.jobId,
+      'chime.tenant_id': run.tenantId,
+      'chime.attempt': run.attempt,
+    },
+    links: [
+      { traceParent: run.jobTraceParent, attributes: { 'chime.link': 'job.created' } },
+      { traceParent: run.claimTraceParent, attributes: { 'chime.link': 'claim' } },
+    ],
+  });
+  req.headers.traceparent = span.traceParent;
+  try {
+    const result = await deps.deliver(req, () => deps.clock.now());
+    if (result.kind === 'response') {
+      span.setAttributes({ 'http.response.status_code': result.status });
+      if (result.status >= 400) {
+        span.setAttributes({ 'error.type': String(result.status) });
+        span.fail(`HTTP ${result.status}`);
+      }
+    } else {
+      span.setAttributes({ 'error.type': result.errorClass });
+      span.fail(result.message);
+    }
+    return [result, span.traceParent];
+  } finally {
+    span.end();
+  }
 }
 
 /**

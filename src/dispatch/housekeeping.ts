@@ -1,11 +1,13 @@
 /**
  * Housekeeping that every dispatcher process runs on a timer: retention (finished runs older than `retentionMs`
- * and their attempts, expired idempotency keys), in batches so no statement holds many locks. Several dispatchers
+ * and their attempts, expired idempotency keys, audit entries older than `auditRetentionMs`), in batches so no statement holds many locks. Several dispatchers
  * may prune at once: SKIP LOCKED splits the rows between them.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.ts';
+import { pruneAuditLog } from '../store/audit-log.ts';
 import type { Db } from '../store/db.ts';
+import { pruneTenantCallbacks } from '../store/queue/hold-runs.ts';
 import { PRUNE_BATCH_DEFAULT, pruneFinishedRuns, pruneIdempotencyKeys } from '../store/retention.ts';
 import type { DispatchMetrics } from './metrics.ts';
 
@@ -18,6 +20,8 @@ export type HousekeeperDeps = {
   logger: Logger;
   /** Finished runs older than this (ms since they finished) are deleted; 0 keeps them forever. */
   retentionMs: number;
+  /** Audit entries older than this (ms) are deleted; 0 or absent keeps them forever. */
+  auditRetentionMs?: number;
   intervalMs?: number;
   batchSize?: number;
   metrics?: Pick<DispatchMetrics, 'runsPruned'>;
@@ -28,7 +32,7 @@ export type Housekeeper = {
   start(): void;
   stop(): Promise<void>;
   /** One full pass. @returns rows deleted. Never throws: errors are logged and retried on the next pass. */
-  runOnce(): Promise<{ runs: number; idempotencyKeys: number }>;
+  runOnce(): Promise<{ runs: number; idempotencyKeys: number; auditEntries: number }>;
 };
 
 export function createHousekeeper(deps: HousekeeperDeps): Housekeeper {
@@ -38,8 +42,8 @@ export function createHousekeeper(deps: HousekeeperDeps): Housekeeper {
   let current: Promise<unknown> = Promise.resolve();
   let stopped = false;
 
-  async function runOnce(): Promise<{ runs: number; idempotencyKeys: number }> {
-    const done = { runs: 0, idempotencyKeys: 0 };
+  async function runOnce(): Promise<{ runs: number; idempotencyKeys: number; auditEntries: number }> {
+    const done = { runs: 0, idempotencyKeys: 0, auditEntries: 0 };
     try {
       if (deps.retentionMs > 0) {
         const cutoff = clock.now() - deps.retentionMs;
@@ -53,7 +57,16 @@ export function createHousekeeper(deps: HousekeeperDeps): Housekeeper {
         n = await pruneIdempotencyKeys(db, clock.now(), batch);
         done.idempotencyKeys += n;
       }
-      if (done.runs + done.idempotencyKeys > 0) logger.info(done, 'retention: pruned');
+      // The callbacks-per-day counts of days gone (a row per tenant and day: few, one statement per bucket).
+      if (!stopped) await pruneTenantCallbacks(db, clock.now());
+      if (deps.auditRetentionMs && deps.auditRetentionMs > 0) {
+        const cutoff = clock.now() - deps.auditRetentionMs;
+        for (let n = batch; n === batch && !stopped; ) {
+          n = await pruneAuditLog(db, cutoff, batch);
+          done.auditEntries += n;
+        }
+      }
+      if (done.runs + done.idempotencyKeys + done.auditEntries > 0) logger.info(done, 'retention: pruned');
     } catch (err) {
       logger.error({ err }, 'retention pass failed; retrying on the next pass');
     }

@@ -70,6 +70,8 @@ export type AttemptOutcome = AttemptDecision & {
   finishedAtMs: number;
   responseStatus: number | null;
   responseBodyExcerpt: string | null;
+  /** The attempt's client span as a W3C `traceparent`, when traced (README "Traces"): the finish span links to it. */
+  attemptTraceParent?: string;
 };
 
 /** HTTP 410: the receiver wants no more callbacks for this job. */

@@ -28,4 +28,11 @@ export type ClaimedRun = {
   retry: RetryPolicy;
   relevancyWindowMs: number | null;
   deliveryMode: DeliveryMode;
+  /**
+   * The W3C `traceparent` of the API request that created the job (`jobs.trace_parent`), when it was traced; the
+   * attempt's span links to it (README "Traces"). Absent or null: none.
+   */
+  jobTraceParent?: string | null;
+  /** The `traceparent` of the claim span that took the run, set by the engine when tracing; the attempt links to it. */
+  claimTraceParent?: string;
 };

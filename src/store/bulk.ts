@@ -14,6 +14,7 @@ import { newId } from '../domain/ids.ts';
 import type { Schedule } from '../domain/schedule.ts';
 import { shardOf } from '../domain/shard.ts';
 import { JOB_STATUS, RUN_TRIGGER } from '../domain/states.ts';
+import { auditChanges } from './audit-log.ts';
 import type { StoreContext } from './context.ts';
 import { announceRun, type Db, type Executor, query, transactionRetryingDeadlocks } from './db.ts';
 import { type JobFilter, jobFilterCondition } from './job-filter.ts';
@@ -29,18 +30,21 @@ export const MAX_BULK_JOBS = 10_000;
 
 /**
  * Dismisses a dead letter of the tenant (`DELETE /v1/dead-letters/:runId`): it is no longer a dead letter (not listed,
- * not replayed in bulk), its history is kept, and the run shows `dismissedAt`. One statement.
+ * not replayed in bulk), its history is kept, and the run shows `dismissedAt`; with its audit entry, in one transaction.
  * @param runId a UUID (the caller checks the form)
  * @returns false when the tenant has no such dead letter (another tenant's run, a run that did not fail, one already
  *   dismissed, a notification's delivery)
  */
 export async function dismissDeadLetter(ctx: StoreContext, tenantId: string, runId: string): Promise<boolean> {
-  const rows = await ctx.db
-    .update(runs)
-    .set({ dismissedAt: new Date(ctx.clock.now()) })
-    .where(and(deadLetterCondition(tenantId), eq(runs.id, runId)))
-    .returning({ id: runs.id });
-  return rows.length === 1;
+  return (ctx.db as Db).transaction(async (tx) => {
+    const rows = await tx
+      .update(runs)
+      .set({ dismissedAt: new Date(ctx.clock.now()) })
+      .where(and(deadLetterCondition(tenantId), eq(runs.id, runId)))
+      .returning({ id: runs.id });
+    if (rows.length === 1) await auditChanges(tx, ctx, tenantId, [{ action: 'dead_letter.dismissed', target: { type: 'run', id: runId } }]);
+    return rows.length === 1;
+  });
 }
 
 /** Which dead letters a bulk replay means; every given part must match, none given means all of the tenant's. */
@@ -128,6 +132,12 @@ export async function replayDeadLetters(
         .set({ dismissedAt: now })
         .where(and(ofTenant(runs, tenantId), sql`${runs.id} = any(${uuidArray(replaying.map((r) => r.dead_id))}::uuid[])`));
       await announceRun(tx, nowMs, nowMs);
+      await auditChanges(
+        tx,
+        ctx,
+        tenantId,
+        replaying.map((r) => ({ action: 'run.replayed', target: { type: 'run', id: r.dead_id } })),
+      );
     }
     const [left] = await tx.select({ n: count() }).from(runs).where(match);
     return { replayed: replaying.length, runIds: replaying.map((r) => r.id), remaining: left!.n };
@@ -182,25 +192,35 @@ export async function bulkJobAction(
     // Jobs made between the count and the lock may push past the bound.
     if (locked.length > max) throw new BulkLimitError(locked.length, max);
     const nowMs = ctx.clock.now();
-    return { matched: locked.length, changed: await applyAction(tx, tenantId, action, locked, nowMs) };
+    const changed = await applyAction(tx, tenantId, action, locked, nowMs);
+    await auditChanges(
+      tx,
+      ctx,
+      tenantId,
+      changed.map((id) => ({ action: 'jobs.bulk', target: { type: 'job', id }, changes: [BULK_CHANGE[action]] })),
+    );
+    return { matched: locked.length, changed: changed.length };
   });
 }
 
 type LockedJob = { id: string; status: string; schedule: unknown; jitterMs: number };
 
-/** Applies `action` to `locked` jobs of the tenant at `nowMs`; returns how many changed status. */
-async function applyAction(tx: Executor, tenantId: string, action: BulkJobAction, locked: LockedJob[], nowMs: number): Promise<number> {
+/** What a bulk action changes on each job it changes, as its audit entry names it (`jobs.bulk`). */
+const BULK_CHANGE = { pause: 'paused', resume: 'paused', cancel: 'status' } as const satisfies Record<BulkJobAction, string>;
+
+/** Applies `action` to `locked` jobs of the tenant at `nowMs`; returns the ids of those whose status it changed. */
+async function applyAction(tx: Executor, tenantId: string, action: BulkJobAction, locked: LockedJob[], nowMs: number): Promise<string[]> {
   switch (action) {
     case 'pause': {
       const active = locked.filter((j) => j.status === JOB_STATUS.active);
-      if (active.length === 0) return 0;
+      if (active.length === 0) return [];
       const paused = await pauseJobs(
         tx,
         shardOf(tenantId),
         active.map((j) => ({ id: j.id, reason: PAUSED_REASON.manual })),
         nowMs,
       );
-      return paused.length;
+      return paused.map((j) => j.id);
     }
     case 'resume': {
       const paused = locked.filter((j) => j.status === JOB_STATUS.paused);
@@ -210,12 +230,12 @@ async function applyAction(tx: Executor, tenantId: string, action: BulkJobAction
         nowMs,
         { resetFailures: true },
       );
-      return paused.length;
+      return paused.map((j) => j.id);
     }
     case 'cancel': {
       const open = locked.filter((j) => j.status !== JOB_STATUS.canceled).map((j) => j.id);
       await cancelJobs(tx, tenantId, open, nowMs);
-      return open.length;
+      return open;
     }
   }
 }

@@ -25,10 +25,11 @@ export const DISTRIBUTED_TABLES = [
   'idempotency_keys',
   'notification_endpoints',
   'audit_log',
+  'tenant_callbacks',
 ] as const;
 
 /** Tables without a tenant: copied to every node. drizzle's journal (`drizzle.__drizzle_migrations`) stays local. */
-export const REFERENCE_TABLES = ['jwt_keys'] as const;
+export const REFERENCE_TABLES = ['jwt_keys', 'api_processes'] as const;
 
 /** Whether the database `sql` is connected to has the `citus` extension installed. */
 export async function hasCitus(sql: postgres.Sql): Promise<boolean> {

@@ -102,7 +102,7 @@ export async function triggerRunIdempotently(
       const now = ctx.clock.now();
       const first = await claimKey(tx, tenantId, key, requestHash, now);
       if (first) return first.requestHash === requestHash && first.runId ? { kind: 'replayed', runId: first.runId } : { kind: 'mismatch' };
-      const runId = await insertTriggeredRun(tx, now, tenantId, jobId, trigger, replayOf);
+      const runId = await insertTriggeredRun(tx, now, tenantId, jobId, trigger, replayOf, ctx.source);
       // No such job: the key stays unused (the transaction is rolled back by the caller's 404).
       if (!runId) throw new NoSuchJob();
       await recordUse(tx, tenantId, key, { runId });

@@ -4,12 +4,14 @@
  * job never interleave; pending runs are re-planned so that no occurrence is duplicated or lost.
  */
 import { and, eq, inArray, ne, sql } from 'drizzle-orm';
+import type { AuditChange, ChangeSource } from '../domain/audit.ts';
 import { PAUSED_REASON, type PausedReason } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
 import type { JobSpec } from '../domain/job.ts';
 import { jitterOffsetMs, nextOccurrence } from '../domain/schedule.ts';
 import { shardOf } from '../domain/shard.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type RunTrigger } from '../domain/states.ts';
+import { auditChanges, recordAudit } from './audit-log.ts';
 import type { StoreContext } from './context.ts';
 import { announceRun, type Db, type Executor, type PlannerSettings, pipelined, query, transactionRetryingDeadlocks } from './db.ts';
 import { assertActiveJobsRoom, type CreateJobOptions, type JobRow } from './jobs.ts';
@@ -100,12 +102,30 @@ export async function updateJob(
       // A resume starts the count of failures in a row afresh (API.md "pauseAfterFailures").
       await replanJobs(tx, [{ tenantId, jobId, schedule, jitterMs: changes.jitterMs ?? job.jitterMs }], now, { resetFailures: resuming });
     }
+    await auditChanges(tx, ctx, tenantId, updateAudit(jobId, changes, { pausing, resuming }));
     const [updated] = await tx
       .select()
       .from(jobs)
       .where(and(ofTenant(jobs, tenantId), eq(jobs.id, jobId)));
     return updated!;
   });
+}
+
+/**
+ * The audit entries of an update: `job.paused` or `job.resumed` when its status changed that way, and `job.updated`
+ * (`job.replaced` for a PUT by key) naming the other fields it set, never their values.
+ */
+function updateAudit(jobId: string, changes: JobChanges, moved: { pausing: boolean; resuming: boolean }): AuditChange[] {
+  const target = { type: 'job', id: jobId };
+  const entries: AuditChange[] = [];
+  if (moved.pausing) entries.push({ action: 'job.paused', target });
+  if (moved.resuming) entries.push({ action: 'job.resumed', target });
+  const fields = Object.keys(changes)
+    .filter((k) => k !== 'paused' && k !== 'replace' && changes[k as keyof JobChanges] !== undefined)
+    .sort();
+  if (changes.replace) entries.push({ action: 'job.replaced', target, changes: fields });
+  else if (fields.length > 0) entries.push({ action: 'job.updated', target, changes: fields });
+  return entries;
 }
 
 /** A job to re-plan from now (`replanJobs`): its schedule, and its jitter in ms. */
@@ -218,6 +238,8 @@ export async function cancelJob(ctx: StoreContext, tenantId: string, jobId: stri
     const job = await lockJob(tx, tenantId, jobId);
     if (!job) return false;
     await cancelJobs(tx, tenantId, [jobId], ctx.clock.now());
+    if (job.status !== JOB_STATUS.canceled)
+      await auditChanges(tx, ctx, tenantId, [{ action: 'job.canceled', target: { type: 'job', id: jobId } }]);
     return true;
   });
 }
@@ -268,13 +290,14 @@ export async function triggerRun(
   trigger: RunTrigger = RUN_TRIGGER.manual,
   replayOf?: string,
 ): Promise<string | null> {
-  return (ctx.db as Db).transaction((tx) => insertTriggeredRun(tx, ctx.clock.now(), tenantId, jobId, trigger, replayOf));
+  return (ctx.db as Db).transaction((tx) => insertTriggeredRun(tx, ctx.clock.now(), tenantId, jobId, trigger, replayOf, ctx.source));
 }
 
 /**
  * `triggerRun` inside the caller's transaction `tx` (which `Idempotency-Key` shares), at `nowMs` (epoch ms).
  * @param replayOf the run this one replays: when it is a dead letter of the tenant it is dismissed in the same
  *   transaction, as a bulk replay dismisses each (no longer listed, never replayed twice by a later bulk call)
+ * @param source who asked: the audit entry (`job.triggered`, or `run.replayed` naming `replayOf`) is written with it
  * @returns the new run's id, or null when the tenant has no such job
  * @throws JobStateError when the job is canceled
  */
@@ -285,6 +308,7 @@ export async function insertTriggeredRun(
   jobId: string,
   trigger: RunTrigger,
   replayOf?: string,
+  source?: ChangeSource,
 ): Promise<string | null> {
   const job = await lockJob(tx, tenantId, jobId);
   if (!job) return null;
@@ -308,6 +332,10 @@ export async function insertTriggeredRun(
       .where(and(deadLetterCondition(tenantId), eq(runs.id, replayOf)));
   }
   await announceRun(tx, nowMs, nowMs);
+  const change: AuditChange = replayOf
+    ? { action: 'run.replayed', target: { type: 'run', id: replayOf } }
+    : { action: 'job.triggered', target: { type: 'job', id: jobId } };
+  await recordAudit(tx, source, nowMs, [{ ...change, tenantId }]);
   return id;
 }
 

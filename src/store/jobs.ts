@@ -8,6 +8,7 @@ import type { JobSpec } from '../domain/job.ts';
 import { jitterOffsetMs, nextOccurrence } from '../domain/schedule.ts';
 import { shardOf } from '../domain/shard.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../domain/states.ts';
+import { auditInsert, auditRowsJson } from './audit-log.ts';
 import type { StoreContext } from './context.ts';
 import { announcement, type Executor, isUniqueViolation, query, RUNS_CHANNEL } from './db.ts';
 import { type JobFilter, jobFilterCondition } from './job-filter.ts';
@@ -38,7 +39,7 @@ export class JobKeyTakenError extends Error {
   }
 }
 
-/** Creating the job(s) would take the tenant over its active-jobs quota. */
+/** Creating the job(s) would take the tenant over its active-jobs quota (`maxJobs`, src/domain/quotas.ts). */
 export class QuotaExceededError extends Error {
   override name = 'QuotaExceededError';
   /** @param limit the quota (jobs) @param room how many more the tenant could have made (0 when at the quota) */
@@ -46,7 +47,7 @@ export class QuotaExceededError extends Error {
     readonly limit: number,
     readonly room: number,
   ) {
-    super(`the tenant may have at most ${limit} active or paused jobs (CHIME_MAX_ACTIVE_JOBS); cancel some first`);
+    super(`the tenant may have at most ${limit} active or paused jobs (quota maxJobs); cancel some first`);
   }
 }
 
@@ -177,7 +178,12 @@ export async function createJobs(
   }
   // Announced only when due soon (NOTIFY_HORIZON_MS): a dispatcher's poll finds later runs in time.
   try {
-    await insertJobsAndRuns(ctx.db, tenantId, jobRows, runRows, nowDate.toISOString(), announcement(soonest, now));
+    const audit = auditRowsJson(
+      ctx.source,
+      now,
+      jobRows.map((j) => ({ tenantId, action: 'job.created', target: { type: 'job', id: j.id } })),
+    );
+    await insertJobsAndRuns(ctx.db, tenantId, jobRows, runRows, nowDate.toISOString(), announcement(soonest, now), audit);
   } catch (err) {
     if (isUniqueViolation(err)) throw new JobKeyTakenError(specs.length === 1 ? (specs[0]!.key ?? null) : null);
     throw err;
@@ -187,9 +193,10 @@ export async function createJobs(
 }
 
 /**
- * The registration hot path's one statement: the jobs, their first runs and, when `notify` (the payload) is set,
- * the NOTIFY of the soonest, with each array passed as a single jsonb parameter (no per-row bind parameters, no
- * query building per row), atomic without a transaction.
+ * The registration hot path's one statement: the jobs, their first runs, their audit entries (`audit`, from
+ * `auditRowsJson`; null: none) and, when `notify` (the payload) is set, the NOTIFY of the soonest, with each array
+ * passed as a single jsonb parameter (no per-row bind parameters, no query building per row), atomic without a
+ * transaction.
  * @throws Error when a run is of a job not in `jobRows` (a bug: nothing is written)
  */
 async function insertJobsAndRuns(
@@ -199,6 +206,7 @@ async function insertJobsAndRuns(
   runRows: { id: string; job_id: string; scheduled_for: string; next_attempt_at: string }[],
   nowIso: string,
   notify: string | null,
+  audit: string | null,
 ): Promise<void> {
   const jobsJson = JSON.stringify(
     jobRows.map((j) => ({
@@ -244,6 +252,7 @@ async function insertJobsAndRuns(
              v.next_attempt_at, ${nowIso}::timestamptz
       from jsonb_to_recordset(${JSON.stringify(runRows)}::jsonb)
            as v(id uuid, job_id uuid, scheduled_for timestamptz, next_attempt_at timestamptz))
+    ${audit ? sql`, new_audit as (${auditInsert(audit, shardOf(tenantId))})` : sql``}
     select case when ${notify}::text is not null then pg_notify(${RUNS_CHANNEL}, ${notify}::text) end`);
 }
 

@@ -21,6 +21,7 @@ import { newId } from '../domain/ids.ts';
 import { type CallbackSpec, DEFAULT_TIMEOUT_MS } from '../domain/job.ts';
 import { shardOf } from '../domain/shard.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../domain/states.ts';
+import { auditChanges } from './audit-log.ts';
 import type { StoreContext } from './context.ts';
 import { announceRun, type Db, type Executor } from './db.ts';
 import { listRuns } from './runs.ts';
@@ -36,7 +37,7 @@ export class EndpointLimitError extends Error {
 }
 
 /**
- * Registers an endpoint and its hidden delivery job, in one transaction.
+ * Registers an endpoint and its hidden delivery job, with its audit entry, in one transaction.
  * @throws EndpointLimitError past MAX_NOTIFICATION_ENDPOINTS per tenant
  */
 export async function createNotificationEndpoint(
@@ -93,6 +94,9 @@ export async function createNotificationEndpoint(
         createdAt: now,
       })
       .returning();
+    await auditChanges(tx, ctx, tenantId, [
+      { action: 'notification_endpoint.created', target: { type: 'notification_endpoint', id: row!.id } },
+    ]);
     return row!;
   });
 }
@@ -116,7 +120,8 @@ export async function getNotificationEndpoint(
 }
 
 /**
- * Deletes an endpoint: its hidden job is canceled with its waiting deliveries (deliveries in flight finish).
+ * Deletes an endpoint: its hidden job is canceled with its waiting deliveries (deliveries in flight finish), with the
+ * audit entry, in one transaction.
  * @returns false when the tenant has no such endpoint
  */
 export async function deleteNotificationEndpoint(ctx: StoreContext, tenantId: string, endpointId: string): Promise<boolean> {
@@ -133,6 +138,9 @@ export async function deleteNotificationEndpoint(ctx: StoreContext, tenantId: st
     await tx.execute(sql`update runs set status = 'canceled', finished_at = ${nowIso}::timestamptz, next_attempt_at = null,
         error = 'notification endpoint deleted'
       where shard = ${row.shard} and job_id = ${row.jobId} and status in ('scheduled', 'retrying')`);
+    await auditChanges(tx, ctx, tenantId, [
+      { action: 'notification_endpoint.deleted', target: { type: 'notification_endpoint', id: endpointId } },
+    ]);
     return true;
   });
 }

@@ -9,6 +9,7 @@ import { type SQL, sql } from 'drizzle-orm';
 import {
   type AnyPgColumn,
   boolean,
+  date,
   index,
   integer,
   jsonb,
@@ -319,3 +320,32 @@ export const auditLog = pgTable(
     index('audit_log_tenant_idx').on(t.tenantId, t.shard, t.id),
   ],
 );
+
+/**
+ * Callbacks sent per tenant per UTC day, for the `callbacksPerDay` quota (src/store/queue/hold-runs.ts): one row per
+ * tenant and day, counted by the claims (one statement per claim that takes runs of a tenant with that quota), never
+ * per request. Rows of days gone are pruned by the housekeeper.
+ */
+export const tenantCallbacks = pgTable(
+  'tenant_callbacks',
+  {
+    shard: shard(),
+    tenantId: uuid('tenant_id').notNull(),
+    /** The UTC day. */
+    day: date('day', { mode: 'string' }).notNull(),
+    /** Attempts claimed for delivery that day. */
+    callbacks: integer('callbacks').notNull().default(0),
+  },
+  (t) => [primaryKey({ name: 'tenant_callbacks_pkey', columns: [t.shard, t.tenantId, t.day] })],
+);
+
+/**
+ * The API processes alive on this database, each heartbeating its row every few seconds (src/store/api-presence.ts):
+ * how each divides a tenant's request rate so that the limit holds across all of them together. No tenant: a
+ * reference table on Citus.
+ */
+export const apiProcesses = pgTable('api_processes', {
+  id: uuid('id').primaryKey(),
+  /** The database's clock at the last heartbeat. */
+  seenAt: tz('seen_at').notNull(),
+});

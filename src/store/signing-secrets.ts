@@ -5,25 +5,28 @@
 import { and, desc, gt, isNull, or } from 'drizzle-orm';
 import { newId } from '../domain/ids.ts';
 import { shardOf } from '../domain/shard.ts';
+import { auditChanges } from './audit-log.ts';
 import type { StoreContext } from './context.ts';
 import { generateSigningSecret } from './credentials.ts';
+import type { Db } from './db.ts';
 import { signingSecrets } from './schema.ts';
 import { ofTenant } from './tenant-scope.ts';
 
 /** How long a rotated-out secret keeps signing: 24 h. */
 export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
 
-/** Creates a new current secret for the tenant. @returns the secret in clear (`whsec_…`) */
-export async function createSigningSecret(ctx: StoreContext, tenantId: string): Promise<string> {
+/** Creates a new current secret for the tenant. @returns its id and the secret in clear (`whsec_…`) */
+export async function createSigningSecret(ctx: StoreContext, tenantId: string): Promise<{ id: string; secret: string }> {
   const secret = generateSigningSecret();
+  const id = newId();
   await ctx.db.insert(signingSecrets).values({
     shard: shardOf(tenantId),
-    id: newId(),
+    id,
     tenantId,
     secretEnc: await ctx.cipher.seal(secret),
     createdAt: new Date(ctx.clock.now()),
   });
-  return secret;
+  return { id, secret };
 }
 
 /**
@@ -41,7 +44,8 @@ export async function activeSigningSecrets(ctx: StoreContext, tenantId: string):
 }
 
 /**
- * Rotates: the current secret expires in `ROTATION_OVERLAP_MS`, older ones at once, and a new one is created.
+ * Rotates: the current secret expires in `ROTATION_OVERLAP_MS`, older ones at once, and a new one is created, with
+ * the audit entry, in one transaction.
  * @returns the new secret and when the previous one stops signing
  */
 export async function rotateSigningSecret(
@@ -50,14 +54,17 @@ export async function rotateSigningSecret(
 ): Promise<{ signingSecret: string; previousValidUntil: Date }> {
   const now = ctx.clock.now();
   const previousValidUntil = new Date(now + ROTATION_OVERLAP_MS);
-  await ctx.db
-    .update(signingSecrets)
-    .set({ expiresAt: new Date(now) })
-    .where(and(ofTenant(signingSecrets, tenantId), gt(signingSecrets.expiresAt, new Date(now))));
-  await ctx.db
-    .update(signingSecrets)
-    .set({ expiresAt: previousValidUntil })
-    .where(and(ofTenant(signingSecrets, tenantId), isNull(signingSecrets.expiresAt)));
-  const signingSecret = await createSigningSecret(ctx, tenantId);
-  return { signingSecret, previousValidUntil };
+  return (ctx.db as Db).transaction(async (tx) => {
+    await tx
+      .update(signingSecrets)
+      .set({ expiresAt: new Date(now) })
+      .where(and(ofTenant(signingSecrets, tenantId), gt(signingSecrets.expiresAt, new Date(now))));
+    await tx
+      .update(signingSecrets)
+      .set({ expiresAt: previousValidUntil })
+      .where(and(ofTenant(signingSecrets, tenantId), isNull(signingSecrets.expiresAt)));
+    const { id, secret } = await createSigningSecret({ ...ctx, db: tx }, tenantId);
+    await auditChanges(tx, ctx, tenantId, [{ action: 'signing_secret.rotated', target: { type: 'signing_secret', id } }]);
+    return { signingSecret: secret, previousValidUntil };
+  });
 }

@@ -124,6 +124,7 @@ export function createWorkerHandlers(services: WorkerServices = {}): WorkerHandl
             userAgent: `chime/${pkg.version}`,
             owner: newId(),
             leaseMarginMs: wc.config.dispatch.leaseMarginMs,
+            callbacksPerDay: wc.config.limits.callbacksPerDay,
           },
           wc.tick,
         );

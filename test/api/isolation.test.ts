@@ -24,6 +24,9 @@ const NOT_TENANT_ROUTES = new Set([
   '/console',
   '/console/*',
   '/v1/tenants',
+  // The operator's routes (admin token): test/api/admin-tenants.test.ts.
+  '/v1/admin/tenants',
+  '/v1/admin/tenants/:tenantId',
 ]);
 
 const jobBody = (extra: Record<string, unknown> = {}) => ({
@@ -157,6 +160,12 @@ const CASES: Record<string, Case> = {
     expect(runIds((await a.tenant.api.get(`/v1/runs?jobId=${a.jobId}`)).body.runs)).toEqual(
       expect.arrayContaining([a.runId, a.failedRunId]),
     );
+  },
+  'GET /v1/audit-log': async (b, a) => {
+    const targets = async (t: TestTenant, q = '') =>
+      (await t.api.get(`/v1/audit-log?limit=100${q}`)).body.entries.map((e: { target: { id: string } }) => e.target.id);
+    expect(await targets(a.tenant)).toContain(a.jobId); // A's own log has its job
+    for (const q of ['', `&keyId=${a.keyId}`, '&action=job.created']) expect(await targets(b, q), q).not.toContain(a.jobId);
   },
   'GET /v1/usage': async (b, a) => {
     // A's one failed run finished today and its jobs are open; B sees its own counts only, whatever B has made so far.

@@ -1,6 +1,6 @@
 /**
  * Per-tenant limits: the rate limit (token bucket per tenant per API process → 429 problem+json with Retry-After)
- * and the active-jobs quota (→ 409 quota_exceeded), in process on each database with a manual clock, and once
+ * and the active-jobs quota (→ 403 quota_exceeded, as API.md "Operating tenants" says), in process on each database with a manual clock, and once
  * through the real process to show the CHIME_* variables reach the app.
  */
 import { sql } from 'drizzle-orm';
@@ -33,12 +33,12 @@ function expectRateLimited(r: ApiResponse, what = ''): void {
 }
 
 function expectQuotaExceeded(r: { status: number; problem?: unknown; body?: unknown; headers?: Headers }, limit: number): void {
-  expect(r.status).toBe(409);
+  expect(r.status).toBe(403);
   const problem = r.problem ?? r.body;
   if (r.headers) expect(r.headers.get('content-type')).toBe('application/problem+json');
   expect(problem).toMatchObject({
     type: 'urn:chime:problem:quota_exceeded',
-    status: 409,
+    status: 403,
     detail: expect.stringContaining(`at most ${limit} active or paused jobs`),
   });
 }
@@ -157,7 +157,7 @@ describe.each(DATABASE_TARGETS)('active-jobs quota ($kind)', (target) => {
     // Canceling one makes room for one: a batch of two gets one in, answered per job in order.
     expect((await t.api.request('DELETE', `/v1/jobs/${third.body.jobId}`)).status).toBe(204);
     const partial = await t.api.post('/v1/jobs/batch', { jobs: [job({ name: 'in' }), { bad: true }, job({ name: 'out' })] });
-    expect(partial.body.results.map((r: { status: number }) => r.status)).toEqual([201, 400, 409]);
+    expect(partial.body.results.map((r: { status: number }) => r.status)).toEqual([201, 400, 403]);
     expectQuotaExceeded(partial.body.results[2], LIMIT);
 
     // Replacing a canceled job makes it active again: that counts as a new job.

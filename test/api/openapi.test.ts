@@ -34,6 +34,9 @@ describe('OpenAPI', () => {
     }
     const expected = [
       'POST /v1/tenants',
+      'GET /v1/admin/tenants',
+      'PATCH /v1/admin/tenants/{tenantId}',
+      'DELETE /v1/admin/tenants/{tenantId}',
       'GET /v1/tenant',
       'POST /v1/api-keys',
       'GET /v1/api-keys',

@@ -20,6 +20,10 @@ const UNSCOPED = new Set([
   'GET /.well-known/jwks.json',
   'GET /openapi.json',
   'POST /v1/tenants',
+  // Operating tenants: the admin token, never an API key (src/api/routes/admin-tenants.ts).
+  'GET /v1/admin/tenants',
+  'PATCH /v1/admin/tenants/:tenantId',
+  'DELETE /v1/admin/tenants/:tenantId',
   'GET /console',
   'GET /console/*',
   'GET /docs',

@@ -2,7 +2,8 @@
  * The console in Chromium (test/console/support.ts), signing in and keys: a wrong key refused then the right one
  * accepted; an API key created (shown once), revoked, listed as revoked and refused; revoking the tab's own key warns
  * that it signs the tab out, and does; an expired key refused and a tab whose key is revoked signed out; tenant B
- * seeing none of A's jobs; the signing secret's rotation and copy button; a scoped key offered only what it may do.
+ * seeing none of A's jobs; the signing secret's rotation and copy button; a scoped key offered only what it may do; the
+ * audit log.
  */
 
 import { Webhook } from 'standardwebhooks';
@@ -208,10 +209,39 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     const full = await h.newPage();
     await h.signIn(full, s, `/console/jobs/${jobId}`);
     await full.getByRole('button', { name: 'Trigger now' }).waitFor();
-    expect(await full.getByRole('navigation', { name: 'Main' }).getByRole('link').count()).toBe(5);
+    expect(await full.getByRole('navigation', { name: 'Main' }).getByRole('link').count()).toBe(6);
+  });
+
+  it('shows the audit log: who changed what and in which request, filtered by action; only to a key with audit:read', async () => {
+    const t = await h.tenant('audited');
+    const jobId = await h.makeJob(t, { name: 'audited job', schedule: YEARLY, callback: { url: `${h.receiver.url}/ok` } });
+    const paused = await t.api.request('PATCH', `/v1/jobs/${jobId}`, { paused: true, name: 'renamed job' });
+    expect(paused.status).toBe(200);
+    const page = await h.newPage();
+    await h.signIn(page, t, '/console/jobs');
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('heading', { name: 'Audit log' }).waitFor();
+    const row = (action: string) => page.getByRole('row').filter({ hasText: action });
+    await row('job.updated').waitFor();
+    expect(await row('job.updated').textContent()).toContain('name');
+    expect(await row('job.updated').textContent()).toContain(paused.headers.get('x-request-id')!);
+    expect(await row('job.paused').count()).toBe(1);
+    expect(await row('job.created').getByRole('link').getAttribute('href')).toBe(`/console/jobs/${jobId}`);
+    await page.getByLabel('Action').selectOption('job.created');
+    await expect.poll(() => page.getByRole('row').filter({ hasText: 'job.paused' }).count()).toBe(0);
+    expect(new URL(page.url()).searchParams.get('action')).toBe('job.created');
+    expect(await row('job.created').count()).toBe(1);
+    await h.shot(page, 'audit-log');
+
+    // A key without audit:read has no such page in its navigation.
+    const r = await t.api.post('/v1/api-keys', { name: 'no audit', scopes: ['jobs:read'] });
+    const other = await h.newPage();
+    await h.signIn(other, { ...t, apiKey: r.body.key, api: apiClient(h.url, r.body.key) }, '/console/jobs');
+    await other.getByRole('heading', { name: 'Jobs' }).waitFor();
+    expect(await other.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit log' }).count()).toBe(0);
   });
 
   it('saved a screenshot of every page it shows', () => {
-    expect([...h.shots]).toEqual(expect.arrayContaining(['sign-in-refused', 'keys', 'signing-secret', 'read-only-key']));
+    expect([...h.shots]).toEqual(expect.arrayContaining(['sign-in-refused', 'keys', 'signing-secret', 'read-only-key', 'audit-log']));
   });
 });

@@ -66,6 +66,9 @@ describe.each(DATABASE_TARGETS)('API key authentication on $kind', (target) => {
       keyId: made.keyId,
       prefix: made.prefix,
       scopes: ['*'],
+      // Read with the key, in the same statement: the tenant's status and quota overrides.
+      tenantStatus: 'active',
+      quotas: {},
     });
 
     // An older key: its lookup's first character names another bucket than its tenant's.
@@ -81,6 +84,8 @@ describe.each(DATABASE_TARGETS)('API key authentication on $kind', (target) => {
       keyId: legacy.keyId,
       prefix: key.slice(0, API_KEY_LOOKUP_LENGTH),
       scopes: ['*'],
+      tenantStatus: 'active',
+      quotas: {},
     });
     expect(await authenticateApiKey(store.ctx, `${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}`)).toBeNull();
   });

@@ -11,6 +11,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { createHousekeeper } from '../../src/dispatch/housekeeping.ts';
 import { createDispatchMetrics } from '../../src/dispatch/metrics.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
+import { IdGenerator } from '../../src/domain/ids.ts';
 import { query } from '../../src/store/db.ts';
 import { IDEMPOTENCY_TTL_MS } from '../../src/store/idempotency.ts';
 import { createJob } from '../../src/store/jobs.ts';
@@ -66,13 +67,23 @@ describe.each(DATABASE_TARGETS)('retention on $kind', (target) => {
     expect(await pruneFinishedRuns(store.database.db, cutoff)).toBe(0);
   });
 
-  it('the housekeeper prunes in batches to the end, counts them, and removes expired idempotency keys', async () => {
+  it('the housekeeper prunes in batches to the end, counts them, and removes expired idempotency keys and audit entries', async () => {
     const old = [];
     for (let i = 0; i < 7; i++) old.push(await runIn('succeeded', T0));
     const recent = await runIn('succeeded', T0 + 40 * DAY);
     await store.database.db.execute(sql`insert into idempotency_keys (shard, tenant_id, key, request_hash, created_at) values
       (chime_shard_of(${tenantId}::uuid), ${tenantId}, 'old', 'h', ${new Date(T0 + 40 * DAY - IDEMPOTENCY_TTL_MS - 1).toISOString()}::timestamptz),
       (chime_shard_of(${tenantId}::uuid), ${tenantId}, 'new', 'h', ${new Date(T0 + 40 * DAY - IDEMPOTENCY_TTL_MS + 1000).toISOString()}::timestamptz)`);
+    // Audit entries of 40 days ago (past a 30-day retention) and of yesterday, each with an id of its time.
+    for (const [at, action] of [
+      [T0, 'job.created'],
+      [T0, 'job.paused'],
+      [T0 + 39 * DAY, 'job.resumed'],
+    ] as const) {
+      await store.database.db.execute(sql`insert into audit_log (shard, id, tenant_id, at, actor_type, action, target_type, target_id)
+        values (chime_shard_of(${tenantId}::uuid), ${new IdGenerator(() => at).next()}::uuid, ${tenantId}, ${new Date(at).toISOString()}::timestamptz,
+                'admin', ${action}, 'job', 'x')`);
+    }
 
     const registry = new Registry();
     const metrics = createDispatchMetrics(registry);
@@ -82,10 +93,13 @@ describe.each(DATABASE_TARGETS)('retention on $kind', (target) => {
       clock,
       logger: pino({ level: 'silent' }),
       retentionMs: 30 * DAY,
+      auditRetentionMs: 30 * DAY,
       batchSize: 3,
       metrics,
     });
-    expect(await keeper.runOnce()).toEqual({ runs: 7, idempotencyKeys: 1 });
+    expect(await keeper.runOnce()).toEqual({ runs: 7, idempotencyKeys: 1, auditEntries: 2 });
+    const audit = await query<{ action: string }>(store.database.db, sql`select action from audit_log where tenant_id = ${tenantId}`);
+    expect(audit.map((a) => a.action)).toEqual(['job.resumed']);
     expect(await runIds()).toEqual([recent]);
     const keys = await query<{ key: string }>(store.database.db, sql`select key from idempotency_keys`);
     expect(keys.map((k) => k.key)).toEqual(['new']);

@@ -17,7 +17,21 @@ type Metafile = {
 };
 
 /** Packages that must never be in the Worker: Node-only, or the Node side's choices (docs/design.md "Layers"). */
-const FORBIDDEN_PACKAGES = ['undici', '@electric-sql/pglite', 'pino', '@hono/node-server', 'prom-client', 'tsx'];
+const FORBIDDEN_PACKAGES = [
+  'undici',
+  '@electric-sql/pglite',
+  'pino',
+  '@hono/node-server',
+  'prom-client',
+  'tsx',
+  // The OpenTelemetry SDK (README "Traces"): the Node process loads it, and only when tracing is configured.
+  '@opentelemetry/sdk-trace-base',
+  '@opentelemetry/sdk-trace',
+  '@opentelemetry/exporter-trace-otlp-http',
+  '@opentelemetry/otlp-exporter-base',
+  '@opentelemetry/resources',
+  '@opentelemetry/core',
+];
 /** Our Node-only modules (drivers, process wiring, undici delivery, DNS guard, the Node dispatcher loop). */
 const FORBIDDEN_SOURCES = [
   'src/cli.ts',
@@ -29,6 +43,8 @@ const FORBIDDEN_SOURCES = [
   'src/dispatch/drivers/node-dispatcher.ts',
   'src/dispatch/metrics.ts',
   'src/listen.ts',
+  'src/tracing.ts',
+  'src/otel.ts',
 ];
 /**
  * Imports left to the runtime, by importer. Anything else fails the test.

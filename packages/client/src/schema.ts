@@ -74,6 +74,211 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/tenants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every tenant, with its open jobs, status and quotas (admin token) */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of tenants, oldest first */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            tenants: components["schemas"]["AdminTenant"][];
+                            nextCursor: string | null;
+                        };
+                    };
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/tenants/{tenantId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a tenant and everything it owns (admin token) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    tenantId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Deleted */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /**
+         * Suspend or resume a tenant, or set its quotas (admin token)
+         * @description A suspended tenant's API keys are answered 403 tenant_suspended and its due runs are held (not sent, not lost) until it is resumed. A quota set to a number overrides the configured default for this tenant (0: no limit); set to null, the default applies again.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    tenantId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status?: "active" | "suspended";
+                        quotas?: {
+                            maxJobs?: number | null;
+                            requestsPerSecond?: number | null;
+                            callbacksPerDay?: number | null;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description The tenant after the change */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AdminTenant"];
+                    };
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
     "/v1/tenant": {
         parameters: {
             query?: never;
@@ -1759,6 +1964,84 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who changed what: the audit log, newest first
+         * @description One entry per change, written in the transaction of the change. `since` (inclusive) and `until` (exclusive) bound `at`; reads are not audited.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    action?: "job.created" | "job.updated" | "job.replaced" | "job.paused" | "job.resumed" | "job.canceled" | "job.triggered" | "jobs.bulk" | "run.replayed" | "dead_letter.dismissed" | "api_key.created" | "api_key.revoked" | "signing_secret.rotated" | "notification_endpoint.created" | "notification_endpoint.deleted" | "tenant.created" | "tenant.suspended" | "tenant.resumed" | "tenant.quotas_changed";
+                    keyId?: string;
+                    /** @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied */
+                    since?: string;
+                    /** @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied */
+                    until?: string;
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of entries */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            entries: components["schemas"]["AuditEntry"][];
+                            nextCursor: string | null;
+                        };
+                    };
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/jobs": {
         parameters: {
             query?: never;
@@ -2113,6 +2396,27 @@ export interface components {
             }[];
             requestId?: string;
         };
+        AdminTenant: {
+            tenantId: string;
+            name: string;
+            createdAt: string;
+            /** @enum {string} */
+            status: "active" | "suspended";
+            jobs: {
+                active: number;
+                paused: number;
+            };
+            quotas: {
+                maxJobs: number | null;
+                requestsPerSecond: number | null;
+                callbacksPerDay: number | null;
+            };
+            quotaOverrides: {
+                maxJobs?: number;
+                requestsPerSecond?: number;
+                callbacksPerDay?: number;
+            };
+        };
         CallerTenant: components["schemas"]["Tenant"] & {
             apiKey: {
                 keyId: string;
@@ -2447,6 +2751,32 @@ export interface components {
             finishedAt: string | null;
             responseStatus: number | null;
             error: string | null;
+        };
+        AuditEntry: {
+            entryId: string;
+            at: string;
+            actor: {
+                /** @enum {string} */
+                type: "api_key";
+                keyId: string;
+                prefix: string;
+            } | {
+                /** @enum {string} */
+                type: "admin";
+            } | {
+                /** @enum {string} */
+                type: "system";
+                reason: string;
+            };
+            /** @enum {string} */
+            action: "job.created" | "job.updated" | "job.replaced" | "job.paused" | "job.resumed" | "job.canceled" | "job.triggered" | "jobs.bulk" | "run.replayed" | "dead_letter.dismissed" | "api_key.created" | "api_key.revoked" | "signing_secret.rotated" | "notification_endpoint.created" | "notification_endpoint.deleted" | "tenant.created" | "tenant.suspended" | "tenant.resumed" | "tenant.quotas_changed";
+            target: {
+                type: string;
+                id: string;
+            };
+            requestId: string | null;
+            /** @description The names of the fields an update changed, never their values */
+            changes?: string[];
         };
         CompatJobInput: {
             name: string;

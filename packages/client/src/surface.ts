@@ -73,8 +73,9 @@ export interface ChimeClient {
      * repeated call with the same key and body returns the first job instead of making a second one; this is also
      * what makes the call safe to retry after a `429`/`503`.
      * @returns the job (`201` created, or `200` the job first created with this key)
-     * @throws ChimeError 400 (invalid body; `errors` names each bad field), 409 (`key` taken, the key used with another
-     *   body, or the active-jobs quota), 413 (body over 64 KiB)
+     * @throws ChimeError 400 (invalid body; `errors` names each bad field), 403 (the `maxJobs` quota: `quota_exceeded`;
+     *   or the tenant is suspended: `tenant_suspended`), 409 (`key` taken, or the key used with another body), 413 (body
+     *   over 64 KiB)
      */
     create(body: JobInput, options?: IdempotencyOptions): Promise<Job>;
     /**
@@ -124,7 +125,7 @@ export interface ChimeClient {
      * `PUT /v1/jobs/by-key/:key`: creates the job with this key, or replaces the whole job that has it, so that
      * registering the same job twice never makes two. `body.key` must be absent or equal `key`.
      * @returns the job (created or replaced)
-     * @throws ChimeError 400 (invalid body or key), 409 (quota, or a concurrent change: retry)
+     * @throws ChimeError 400 (invalid body or key), 403 (the `maxJobs` quota), 409 (a concurrent change: retry)
      */
     upsertByKey(key: string, body: JobInput): Promise<Job>;
     /**

@@ -106,12 +106,12 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
       }
       try {
         // The active-jobs quota, per item as validation is: the first valid jobs that fit are created, the rest
-        // are answered 409 quota_exceeded (a retry after canceling some jobs sends only those).
-        const { maxActiveJobs = 0 } = creationLimits(deps);
+        // are answered 403 quota_exceeded (a retry after canceling some jobs sends only those).
+        const { maxActiveJobs = 0 } = creationLimits(deps, c.var.quotas);
         const created = await (deps.store.db as Db).transaction(async (tx) => {
           const room = valid.length > 0 ? await activeJobsRoom({ ...deps.store, db: tx }, tenantId, maxActiveJobs, valid.length) : 0;
           for (const v of valid.splice(Math.min(room, valid.length))) {
-            results[v.index] = { status: 409, problem: problem('quota_exceeded', new QuotaExceededError(maxActiveJobs, room).message) };
+            results[v.index] = { status: 403, problem: problem('quota_exceeded', new QuotaExceededError(maxActiveJobs, room).message) };
           }
           return createJobs(
             { ...deps.store, db: tx },

@@ -1,4 +1,5 @@
 /** Pieces shared by the route modules. */
+import { effectiveQuota, type QuotaOverrides } from '../../domain/quotas.ts';
 import { errorChain } from '../../store/db.ts';
 import type { CreateJobOptions } from '../../store/jobs.ts';
 import type { AppDeps } from '../env.ts';
@@ -15,9 +16,12 @@ export function problemResponses(...statuses: number[]) {
   return out;
 }
 
-/** The store's job-creation options under the app's limits: the active-jobs quota (0 = none). */
-export function creationLimits(deps: Pick<AppDeps, 'config'>): CreateJobOptions {
-  return { maxActiveJobs: deps.config.limits?.maxActiveJobs ?? 0 };
+/**
+ * The store's job-creation options under the tenant's quotas: its `maxJobs` override (`overrides`, from the key lookup)
+ * or else the configured default (0 = none).
+ */
+export function creationLimits(deps: Pick<AppDeps, 'config'>, overrides: QuotaOverrides | undefined): CreateJobOptions {
+  return { maxActiveJobs: effectiveQuota('maxJobs', overrides ?? {}, { maxJobs: deps.config.limits?.maxActiveJobs ?? 0 }) ?? 0 };
 }
 
 /** The `code`s along an error's `cause` chain (drizzle wraps driver errors; at most 5 deep). */

@@ -115,7 +115,7 @@ export function compatRoutes(): OpenAPIHono<AppEnv> {
         if (err instanceof ApiError && err.code === 'validation' && err.errors) throw validationError(compatFieldErrors(err.errors));
         throw err;
       }
-      const job = await createJob(deps.store, c.var.tenantId, spec, now, creationLimits(deps));
+      const job = await createJob(deps.store, c.var.tenantId, spec, now, creationLimits(deps, c.var.quotas));
       return c.json({ jobId: job.id }, 201);
     },
     // A bad timeout and a cron expression that never fires: one 400 naming both, as /v1 does.

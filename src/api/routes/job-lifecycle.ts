@@ -198,12 +198,12 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
             c.var.tenantId,
             existing.id,
             { ...fields, authToken: authToken ?? null, replace: true },
-            creationLimits(deps),
+            creationLimits(deps, c.var.quotas),
           );
           return c.json(jobView(updated!), 200);
         }
         try {
-          return c.json(jobView(await createJob(deps.store, c.var.tenantId, spec, now, creationLimits(deps))), 201);
+          return c.json(jobView(await createJob(deps.store, c.var.tenantId, spec, now, creationLimits(deps, c.var.quotas))), 201);
         } catch (err) {
           if (!(err instanceof JobKeyTakenError)) throw err; // a concurrent PUT created it: replace that one
         }

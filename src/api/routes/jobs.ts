@@ -52,13 +52,13 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
           sha256Hex(JSON.stringify(body)),
           spec,
           now,
-          creationLimits(deps),
+          creationLimits(deps, c.var.quotas),
         );
         if (r.kind === 'mismatch')
           throw new ApiError('conflict', 'this Idempotency-Key was used with another request body in the last 24 h');
         return c.json(jobView(r.job), r.kind === 'created' ? 201 : 200);
       }
-      const job = await createJob(deps.store, c.var.tenantId, spec, now, creationLimits(deps));
+      const job = await createJob(deps.store, c.var.tenantId, spec, now, creationLimits(deps, c.var.quotas));
       return c.json(jobView(job), 201);
     },
     // A bad Idempotency-Key, bad fields and a schedule that never fires: one 400 naming them all.

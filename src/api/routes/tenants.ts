@@ -4,13 +4,14 @@
  */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
+import type { AuditActor } from '../../domain/audit.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { ALL_SCOPES, SCOPES, scopesBeyond } from '../../domain/scopes.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../store/api-keys.ts';
 import { timingSafeEqualStrings } from '../../store/credentials.ts';
 import { rotateSigningSecret } from '../../store/signing-secrets.ts';
 import { createTenant, getTenant } from '../../store/tenants.ts';
-import type { AppEnv } from '../env.ts';
+import { type AppEnv, withSource } from '../env.ts';
 import { emptyBody } from '../json-guard.ts';
 import { ApiError } from '../problems.ts';
 import { FailedAttempts, UNKNOWN_ADDRESS } from '../rate-limit.ts';
@@ -40,11 +41,13 @@ export const SigningSecretRotationSchema = z.object({ signingSecret: z.string(),
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-/** Routes that authenticate themselves (the admin token or open signup): mounted before the API key check. */
-export function signupRoutes(): OpenAPIHono<AppEnv> {
+/**
+ * Routes that authenticate themselves (the admin token or open signup): mounted before the API key check.
+ * @param adminFailures failed admin-token attempts per client address, shared with the other admin routes
+ *   (admin-tenants.ts), for as long as this app lives
+ */
+export function signupRoutes(adminFailures: FailedAttempts = new FailedAttempts()): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
-  // Failed admin-token attempts per client address, for as long as this app lives.
-  const adminFailures = new FailedAttempts();
   app.openapi(
     createRoute({
       method: 'post',
@@ -63,8 +66,10 @@ export function signupRoutes(): OpenAPIHono<AppEnv> {
       },
     }),
     async (c) => {
-      const { config, store } = c.var.deps;
+      const { config } = c.var.deps;
       if (config.signup !== 'open') requireAdminToken(c, adminFailures);
+      const actor: AuditActor = config.signup === 'open' ? { type: 'system', reason: 'open_signup' } : { type: 'admin' };
+      const { store } = withSource(c.var.deps, { actor, requestId: c.var.requestId, traceParent: c.var.traceParent });
       const { tenant, apiKey, signingSecret } = await createTenant(store, c.req.valid('json').name);
       return c.json({ tenant: { ...tenant, createdAt: tenant.createdAt.toISOString() }, apiKey, signingSecret }, 201);
     },
@@ -73,13 +78,13 @@ export function signupRoutes(): OpenAPIHono<AppEnv> {
 }
 
 /**
- * The admin-token check (`POST /v1/tenants` is the only route that takes the token). An address whose failed attempts
+ * The admin-token check of `POST /v1/tenants` and the `/v1/admin/` routes (admin-tenants.ts). An address whose failed attempts
  * spent its budget (`FailedAttempts`, rate-limit.ts) is refused before its token is looked at; a missing or wrong
  * token counts against its address. Each refusal goes to `deps.onSecurityWarning` with the client address, never the
  * token presented.
  * @throws ApiError `rate_limited` (429, with Retry-After in seconds) or `unauthorized` (401)
  */
-function requireAdminToken(c: Context<AppEnv>, failures: FailedAttempts): void {
+export function requireAdminToken(c: Context<AppEnv>, failures: FailedAttempts, what = 'creating a tenant'): void {
   const { config, store, clientAddress, onSecurityWarning } = c.var.deps;
   const address = clientAddress?.(c) ?? UNKNOWN_ADDRESS;
   const nowMs = store.clock.now();
@@ -99,7 +104,7 @@ function requireAdminToken(c: Context<AppEnv>, failures: FailedAttempts): void {
   failures.fail(address, nowMs);
   const reason = !presented ? 'no bearer token' : config.adminToken ? 'wrong token' : 'no admin token is configured';
   onSecurityWarning?.({ clientAddress: address, path: c.req.path, reason }, 'admin token refused');
-  throw new ApiError('unauthorized', 'creating a tenant needs the admin token (CHIME_ADMIN_TOKEN)', undefined, {
+  throw new ApiError('unauthorized', `${what} needs the admin token (CHIME_ADMIN_TOKEN)`, undefined, {
     'www-authenticate': 'Bearer',
   });
 }

@@ -8,6 +8,7 @@ import { render } from 'preact';
 import { useEffect } from 'preact/hooks';
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { setIcon } from './icon.ts';
+import { AuditPage } from './pages/audit.tsx';
 import { DeadLettersPage } from './pages/dead-letters.tsx';
 import { JobPage } from './pages/job.tsx';
 import { JobFormPage } from './pages/job-form.tsx';
@@ -26,6 +27,7 @@ const NAV = [
   ['/console/dead-letters', 'Dead letters', 'runs:read'],
   ['/console/usage', 'Usage', 'usage:read'],
   ['/console/keys', 'Keys and secrets', 'keys:manage'],
+  ['/console/audit', 'Audit log', 'audit:read'],
 ] as const;
 
 function Layout() {
@@ -62,6 +64,7 @@ function Layout() {
           <Route path="/console/dead-letters" component={DeadLettersPage} />
           <Route path="/console/keys" component={KeysPage} />
           <Route path="/console/usage" component={UsagePage} />
+          <Route path="/console/audit" component={AuditPage} />
           <Route path="/console" component={ToJobs} />
           <Route default component={NotFoundPage} />
         </Router>

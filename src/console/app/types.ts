@@ -3,6 +3,7 @@
  * nothing of zod reaches the browser bundle), so a change of the API is a type error here.
  */
 import type { z } from 'zod';
+import type { AuditEntrySchema } from '../../api/routes/audit-log.ts';
 import type { ApiKeySchema, CallerTenantSchema, SigningSecretRotationSchema } from '../../api/routes/tenants.ts';
 import type { UsageSchema } from '../../api/routes/usage.ts';
 import type { AttemptSchema, JobBodySchema, JobSchema, RunSchema, ScheduleSchema } from '../../api/schemas.ts';
@@ -20,6 +21,8 @@ export type Tenant = z.infer<typeof CallerTenantSchema>;
 export type CreatedKey = ApiKey & { key: string };
 /** `POST /v1/signing-secrets/rotate`: the new secret (shown once) and the end of the previous one's overlap. */
 export type Rotated = z.infer<typeof SigningSecretRotationSchema>;
+/** An entry of `GET /v1/audit-log`. */
+export type AuditEntry = z.infer<typeof AuditEntrySchema>;
 /** `GET /v1/usage`. */
 export type Usage = z.infer<typeof UsageSchema>;
 /** A page of a list: the items under their field, and the cursor of the next page (null on the last). */

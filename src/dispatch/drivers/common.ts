@@ -8,14 +8,15 @@ import type { Deliver } from '../deliver.ts';
 import type { EngineLogger } from '../engine/logger.ts';
 import type { Keyring } from '../keyring.ts';
 import type { DispatchMetrics } from '../metrics.ts';
+import type { DispatchTracer } from '../tracing.ts';
 
 /**
  * The dependencies of `performAttempt` for a driver: its clock, keyring and HTTP client, jitter from `random`
- * (default Math.random), build errors logged.
+ * (default Math.random), build errors logged, and its tracer when tracing.
  * @param abandoned true for a run whose lease was given back: built but not sent
  */
 export function attemptDepsFor(
-  deps: { clock: Clock; keyring: Keyring; deliver: Deliver; userAgent: string; random?: () => number },
+  deps: { clock: Clock; keyring: Keyring; deliver: Deliver; userAgent: string; random?: () => number; tracer?: DispatchTracer },
   logger: EngineLogger,
   abandoned?: (run: ClaimedRun) => boolean,
 ): AttemptDeps {
@@ -26,6 +27,7 @@ export function attemptDepsFor(
     userAgent: deps.userAgent,
     random: deps.random ?? Math.random,
     abandoned,
+    tracer: deps.tracer,
     onBuildError: (err, run) =>
       logger.error({ err, runId: run.runId, jobId: run.jobId, tenantId: run.tenantId }, 'could not build the callback request'),
   };

@@ -24,6 +24,7 @@ import { createRunQueue } from '../engine/run-queue.ts';
 import { Wakeup } from '../engine/wakeup.ts';
 import type { Keyring } from '../keyring.ts';
 import { createDispatchMetrics, type DispatchMetrics } from '../metrics.ts';
+import type { DispatchTracer } from '../tracing.ts';
 import { attemptDepsFor, recordAttemptMetrics } from './common.ts';
 
 export type DispatcherOptions = {
@@ -47,6 +48,8 @@ export type DispatcherOptions = {
   reapIntervalMs: number;
   /** How long `stop()` lets in-flight callbacks finish before releasing their leases, in ms. */
   shutdownGraceMs: number;
+  /** The default callbacks-per-day quota of a tenant (CHIME_QUOTA_CALLBACKS_PER_DAY; 0 or absent: none). */
+  callbacksPerDay?: number;
 };
 
 export { DISPATCHER_DEFAULTS };
@@ -61,6 +64,8 @@ export type DispatcherDeps = {
   random?: () => number;
   /** Prometheus metrics to record into (default: a private registry nobody scrapes). */
   metrics?: DispatchMetrics;
+  /** Spans for claims, finishes and callback attempts (README "Traces"); absent: no tracing, nothing paid for it. */
+  tracer?: DispatchTracer;
 };
 
 export interface Dispatcher {
@@ -92,6 +97,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     options: { owner: o.owner, ...OUTCOME_WRITER_DEFAULTS },
     inFlight: () => queue.inFlight().length,
     observeWrite: (s) => metrics.finishDuration.observe(s),
+    tracer: deps.tracer,
     // A retry is claimable only once its outcome is written: wake the pacer if it is due before its sleep ends.
     onWritten: (batch) => {
       for (const b of batch) if (b.nextAttemptAtMs !== null) wakeup.wakeBy(b.nextAttemptAtMs - o.lookaheadMs);
@@ -118,7 +124,16 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       ),
   });
   const attemptDeps = attemptDepsFor(deps, logger, (run) => queue.isReleased(run.runId));
-  const pacer = createClaimPacer({ db, clock, logger, wakeup, queue, options: o, observeClaim: (s) => metrics.claimDuration.observe(s) });
+  const pacer = createClaimPacer({
+    db,
+    clock,
+    logger,
+    wakeup,
+    queue,
+    options: o,
+    observeClaim: (s) => metrics.claimDuration.observe(s),
+    tracer: deps.tracer,
+  });
   const keeper = createLeaseKeeper({
     db,
     clock,

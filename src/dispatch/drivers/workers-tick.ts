@@ -55,6 +55,8 @@ export type TickDeps = {
   owner: string;
   /** Lease = callback timeout + this, in ms. */
   leaseMarginMs: number;
+  /** The default callbacks-per-day quota of a tenant (CHIME_QUOTA_CALLBACKS_PER_DAY; 0 or absent: none). */
+  callbacksPerDay?: number;
   /** Uniform [0, 1) for backoff jitter (default Math.random). */
   random?: () => number;
 };
@@ -104,7 +106,12 @@ export async function runTick(deps: TickDeps, limits: TickLimits): Promise<TickR
     attempt: (run) => performAttempt(run, attemptDeps),
     onOutcome: (outcome) => writer.push(outcome),
   });
-  const claimDeps = { db, clock, logger: log, options: { owner: deps.owner, leaseMarginMs: deps.leaseMarginMs } };
+  const claimDeps = {
+    db,
+    clock,
+    logger: log,
+    options: { owner: deps.owner, leaseMarginMs: deps.leaseMarginMs, callbacksPerDay: deps.callbacksPerDay },
+  };
   // Each tick's rotation starts at a random bucket: starting at 0 every minute would serve low buckets first.
   const rotation = new Rotation();
   rotation.start = Math.floor((deps.random ?? Math.random)() * SHARD_COUNT);

@@ -13,6 +13,7 @@ import { type BucketDue, Rotation } from '../../domain/fair-share.ts';
 import type { Db } from '../../store/db.ts';
 import { claimRuns } from '../../store/queue/claim-runs.ts';
 import { dueBuckets } from '../../store/queue/due-backlog.ts';
+import type { DispatchTracer } from '../tracing.ts';
 import { backoffDelays } from './backoff.ts';
 import { claimWaitMs } from './claim-wait.ts';
 import type { EngineLogger } from './logger.ts';
@@ -31,6 +32,11 @@ export type ClaimPacerOptions = {
   lookaheadMs: number;
   /** Longest sleep without looking for due runs, in ms. */
   pollMs: number;
+  /**
+   * The default callbacks a tenant's runs may make per UTC day (CHIME_QUOTA_CALLBACKS_PER_DAY; 0 or absent: none); a
+   * tenant's override wins. Runs past it wait for the next UTC day (src/store/queue/hold-runs.ts).
+   */
+  callbacksPerDay?: number;
 };
 
 /** Least time between claims that look past saturated destinations (each walks their backlog), in ms; doubled after
@@ -62,6 +68,8 @@ export type ClaimPacerDeps = {
   observeClaim?: (seconds: number) => void;
   /** The store's reads and claim (default: `dueBuckets`, `claimRuns`); injected in unit tests. */
   store?: { dueBuckets: typeof dueBuckets; claimRuns: typeof claimRuns };
+  /** Makes a span per claim (`claimBatch`); absent: none. */
+  tracer?: DispatchTracer;
 };
 
 export interface ClaimPacer {
@@ -75,29 +83,53 @@ export interface ClaimPacer {
  * One claim of up to `c.limit` runs due by now + `c.horizonMs` for `deps.options.owner`, shared out over the buckets
  * with due runs (`c.buckets`, or read now) starting where `c.rotation` stands; a bucket whose claim fails is logged and
  * the others are claimed. The Node pacer's step and the Workers tick's, which hand the runs to their queues.
+ * With `deps.tracer`, the claim is a `chime.claim` span (`chime.claim.limit`, `chime.claim.horizon_ms`,
+ * `chime.claim.runs` claimed, `chime.dispatcher`, `chime.claim.bucket_failed`; ERROR when it throws) whose
+ * `traceparent` each claimed run keeps
+ * (`claimTraceParent`) for its attempt's link.
  * @returns the runs claimed @throws the driver's error when every bucket tried failed (the database is down)
  */
 export async function claimBatch(
-  deps: Pick<ClaimPacerDeps, 'db' | 'clock' | 'logger' | 'observeClaim' | 'store'> & {
-    options: Pick<ClaimPacerOptions, 'owner' | 'leaseMarginMs'>;
+  deps: Pick<ClaimPacerDeps, 'db' | 'clock' | 'logger' | 'observeClaim' | 'store' | 'tracer'> & {
+    options: Pick<ClaimPacerOptions, 'owner' | 'leaseMarginMs' | 'callbacksPerDay'>;
   },
   c: { limit: number; horizonMs: number; skipDestinations?: string[]; rotation: Rotation; buckets?: BucketDue[] },
 ): Promise<ClaimedRun[]> {
   const { db, clock, logger, options: o } = deps;
   const store = deps.store ?? { dueBuckets, claimRuns };
   const started = clock.now();
-  const claimed = await store.claimRuns(db, {
-    owner: o.owner,
-    limit: c.limit,
-    nowMs: started,
-    leaseMarginMs: o.leaseMarginMs,
-    horizonMs: c.horizonMs,
-    skipDestinations: c.skipDestinations ?? [],
-    rotation: c.rotation,
-    buckets: c.buckets ?? (await store.dueBuckets(db)),
-    onBucketError: (shard, err) => logger.warn({ err, shard }, 'claim failed in one bucket; the others go on'),
+  const span = deps.tracer?.startSpan('chime.claim', {
+    kind: 'internal',
+    attributes: { 'chime.claim.limit': c.limit, 'chime.claim.horizon_ms': c.horizonMs, 'chime.dispatcher': o.owner },
   });
+  let claimed: ClaimedRun[];
+  try {
+    claimed = await store.claimRuns(db, {
+      owner: o.owner,
+      limit: c.limit,
+      nowMs: started,
+      leaseMarginMs: o.leaseMarginMs,
+      callbacksPerDay: o.callbacksPerDay ?? 0,
+      horizonMs: c.horizonMs,
+      skipDestinations: c.skipDestinations ?? [],
+      rotation: c.rotation,
+      buckets: c.buckets ?? (await store.dueBuckets(db)),
+      onBucketError: (shard, err) => {
+        span?.setAttributes({ 'chime.claim.bucket_failed': true });
+        logger.warn({ err, shard }, 'claim failed in one bucket; the others go on');
+      },
+    });
+  } catch (err) {
+    span?.fail('claim failed', err);
+    span?.end();
+    throw err;
+  }
   deps.observeClaim?.((clock.now() - started) / 1000);
+  if (span) {
+    span.setAttributes({ 'chime.claim.runs': claimed.length });
+    span.end();
+    for (const run of claimed) run.claimTraceParent = span.traceParent;
+  }
   return claimed;
 }
 

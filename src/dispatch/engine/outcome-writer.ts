@@ -17,6 +17,7 @@ import type { AttemptOutcome } from '../../domain/attempt-outcome.ts';
 import type { Clock } from '../../domain/clock.ts';
 import { type Db, isDataException } from '../../store/db.ts';
 import { finishRuns } from '../../store/queue/finish-runs.ts';
+import type { DispatchTracer } from '../tracing.ts';
 import { backoffDelays } from './backoff.ts';
 import type { EngineLogger } from './logger.ts';
 
@@ -54,6 +55,11 @@ export type OutcomeWriterDeps = {
   inFlight?: () => number;
   /** The finish statement (default: `finishRuns`); injected in unit tests. */
   finish?: typeof finishRuns;
+  /**
+   * Makes a `chime.finish` span per write (`chime.finish.outcomes`, `chime.finish.recorded`, `chime.finish.failed`;
+   * ERROR when a bucket's write failed), linked to the attempt spans whose outcomes it writes; absent: none.
+   */
+  tracer?: DispatchTracer;
 };
 
 export interface OutcomeWriter {
@@ -113,6 +119,11 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
     const outcomes = items.map((p) => p.outcome);
     const errors = new Map<AttemptOutcome, unknown>();
     const started = clock.now();
+    const span = deps.tracer?.startSpan('chime.finish', {
+      kind: 'internal',
+      attributes: { 'chime.finish.outcomes': outcomes.length, 'chime.dispatcher': o.owner },
+      links: outcomes.map((x) => ({ traceParent: x.attemptTraceParent })),
+    });
     let recorded = new Set<string>();
     try {
       recorded = await finish(deps.db, o.owner, outcomes, (_shard, err, group) => {
@@ -120,6 +131,11 @@ export function createOutcomeWriter(deps: OutcomeWriterDeps): OutcomeWriter {
       });
     } catch (err) {
       for (const x of outcomes) errors.set(x, err);
+    }
+    if (span) {
+      span.setAttributes({ 'chime.finish.recorded': recorded.size, 'chime.finish.failed': errors.size });
+      if (errors.size > 0) span.fail('recording outcomes failed', errors.values().next().value);
+      span.end();
     }
     const done = outcomes.filter((x) => !errors.has(x));
     if (done.length > 0) written(done, recorded, (clock.now() - started) / 1000);

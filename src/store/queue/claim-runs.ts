@@ -4,7 +4,8 @@
  * 1. `UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED)` takes up to `limit` waiting runs whose time has come (or comes
  *    within `horizonMs`), sets the lease (from the due time: callback timeout + margin) and counts the attempt,
  *    returning each run with its job;
- * 2. decides each run's fate (`decideClaim`): deliver, or end it `expired`/`skipped` without a request;
+ * 2. gives back the runs of suspended tenants and of tenants past their callbacks per day (hold-runs.ts), then decides
+ *    each other run's fate (`decideClaim`): deliver, or end it `expired`/`skipped` without a request;
  * 3. creates each advancing job's next occurrence and updates the job (docs/design.md invariant 2: the next occurrence
  *    is created in the same transaction that claims the current one).
  * Any number of dispatchers may call this concurrently: SKIP LOCKED partitions the rows without a leader.
@@ -34,6 +35,7 @@ import { endpointsOfEvents, recordEvents } from '../notifications.ts';
 import { runs } from '../schema.ts';
 import { inBucket, type OnBucketError } from './by-bucket.ts';
 import { dueBuckets } from './due-backlog.ts';
+import { type HoldCandidate, holdRuns, tenantOfRun } from './hold-runs.ts';
 
 type Row = {
   id: string;
@@ -56,6 +58,9 @@ type Row = {
   overlap_policy: OverlapPolicy;
   catch_up: CatchUpPolicy;
   jitter_ms: number;
+  trace_parent: string | null;
+  /** The run's tenant: its status and `callbacksPerDay` override (hold-runs.ts `tenantOfRun`). */
+  tenant: HoldCandidate['tenant'];
 };
 
 export type ClaimOptions = {
@@ -69,6 +74,8 @@ export type ClaimOptions = {
   horizonMs?: number;
   /** Leave runs whose callback destination (`destinationOf`) is one of these unclaimed (saturated destinations). */
   skipDestinations?: string[];
+  /** The default callbacks-per-day quota of a tenant (CHIME_QUOTA_CALLBACKS_PER_DAY; 0 or absent = none): hold-runs.ts. */
+  callbacksPerDay?: number;
 };
 
 const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
@@ -141,7 +148,8 @@ export function claimStatement(o: ClaimOptions & { shard: number }) {
           where r.shard = ${o.shard} and r.id = due.id and j.shard = ${o.shard} and j.id = r.job_id
           returning r.id, r.job_id, r.tenant_id, r.scheduled_for, r.trigger, r.attempts, r.lease_expires_at, due.next_attempt_at as due_at,
                     j.status as job_status, j.schedule, j.callback, j.auth_token_enc, coalesce(r.payload, j.payload) as payload, r.event_id, j.retry,
-                    j.relevancy_window_ms, j.delivery_mode, j.overlap_policy, j.catch_up, j.jitter_ms`;
+                    j.relevancy_window_ms, j.delivery_mode, j.overlap_policy, j.catch_up, j.jitter_ms,
+                    j.trace_parent, ${tenantOfRun(o.shard)}`;
 }
 
 /** How a claim across buckets shares itself out (`claimRuns`). */
@@ -203,8 +211,11 @@ export async function claimRuns(db: Db, o: ClaimOptions & FairClaim): Promise<Cl
 export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): Promise<{ deliver: ClaimedRun[]; taken: number }> {
   return db.transaction(async (tx) => {
     const now = new Date(o.nowMs).toISOString();
-    const rows = await queryPlanned<Row>(tx, CLAIM_PLAN, claimStatement(o));
-    if (rows.length === 0) return { deliver: [], taken: 0 };
+    const claimedRows = await queryPlanned<Row>(tx, CLAIM_PLAN, claimStatement(o));
+    if (claimedRows.length === 0) return { deliver: [], taken: 0 };
+    // A suspended tenant's runs and those past its callbacks per day go back untouched (hold-runs.ts).
+    const held = await holdRuns(tx, o.shard, claimedRows, o.nowMs, o.callbacksPerDay ?? 0);
+    const rows = held.size === 0 ? claimedRows : claimedRows.filter((r) => !held.has(r.id));
 
     const busy = await busyJobs(tx, o.shard, rows);
     const ended: { id: string; status: string; error: string | null }[] = [];
@@ -269,6 +280,7 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
         retry: r.retry,
         relevancyWindowMs: r.relevancy_window_ms,
         deliveryMode: r.delivery_mode,
+        jobTraceParent: r.trace_parent,
       });
     }
 
@@ -285,7 +297,7 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
     );
     // After the updates above, so the events show the runs ended and the jobs completed.
     await recordEvents(tx, events, o.nowMs, endpoints);
-    return { deliver, taken: rows.length };
+    return { deliver, taken: claimedRows.length };
   });
 }
 

@@ -6,6 +6,7 @@
 import { sql } from 'drizzle-orm';
 import { type EventSeed, PAUSED_REASON, type PausedReason } from '../../domain/events.ts';
 import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
+import { recordAudit } from '../audit-log.ts';
 import { type Executor, type PlannerSettings, queryPlanned } from '../db.ts';
 import { pauseJobs } from '../job-lifecycle.ts';
 import { recordEvents } from '../notifications.ts';
@@ -65,7 +66,7 @@ export const REACHED = sql`(j.status = 'active' and j.pause_after_failures > 0 a
  * What runs that just ended (or were sent back to retry) mean for their jobs beyond the failures in a row, in the
  * caller's transaction on bucket `shard` (the finish, the reaper and a release at shutdown share it, so a run failed as
  * ambiguous counts as any other): the pauses (a 410 Gone; `pauseAfterFailures` reached, as counted) and the events of
- * it all (docs/design.md invariant 11: committed with the change). Notification deliveries (runs of hidden jobs) are
+ * it all (docs/design.md invariant 11: committed with the change), and the pauses' audit entries (actor `system`). Notification deliveries (runs of hidden jobs) are
  * left out: they neither cause pauses nor events of their own. Every statement names the bucket; a batch of
  * successes that pauses nothing sends none.
  * @param ended the runs changed, all of bucket `shard`, with their new status
@@ -103,6 +104,17 @@ export async function recordRunEnds(
       RUN_ENDS_PLAN,
     );
     for (const p of paused) events.push({ type: 'job.paused', tenantId: p.tenant_id, jobId: p.id, reason: p.paused_reason ?? undefined });
+    // Chime paused them: the audit log says so, and why (rare: a 410 or a job's failures reaching its bound).
+    for (const reason of new Set(paused.map((p) => p.paused_reason ?? PAUSED_REASON.consecutiveFailures))) {
+      await recordAudit(
+        tx,
+        { actor: { type: 'system', reason }, requestId: null },
+        nowMs,
+        paused
+          .filter((p) => (p.paused_reason ?? PAUSED_REASON.consecutiveFailures) === reason)
+          .map((p) => ({ tenantId: p.tenant_id, action: 'job.paused', target: { type: 'job', id: p.id } })),
+      );
+    }
   }
   await recordEvents(tx, events, nowMs);
 }
