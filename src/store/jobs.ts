@@ -169,6 +169,9 @@ export async function createJobs(
       createdAt: nowDate,
       updatedAt: nowDate,
       traceParent: ctx.source?.traceParent ?? null,
+      completion: null,
+      onSuccess: null,
+      onFailure: null,
     });
     if (first !== null) {
       const due = first + jitterOffsetMs(id, spec.jitterMs);

@@ -154,6 +154,11 @@ export const jobs = pgTable(
     updatedAt: tz('updated_at').notNull(),
     /** The W3C `traceparent` of the request that created the job, when tracing is on: its runs' spans link to it. */
     traceParent: text('trace_parent'),
+    /** `{ mode: 'async', timeoutMs, heartbeatTimeoutMs? }`: the receiver reports each run's end; null: the response does. */
+    completion: jsonb('completion'),
+    /** Where a run's result goes when it ends `succeeded` (`{ url }`), or `failed`; null: nowhere. */
+    onSuccess: jsonb('on_success'),
+    onFailure: jsonb('on_failure'),
   },
   (t) => [
     primaryKey({ name: 'jobs_pkey', columns: [t.shard, t.id] }),
@@ -198,6 +203,19 @@ export const runs = pgTable(
     payload: jsonb('payload'),
     /** `webhook-id` of this run's requests when it is not the run id (a notification's event id). */
     eventId: uuid('event_id'),
+    /** The run's callback when it is not the job's (a result delivery to `onSuccess`/`onFailure`). */
+    callback: jsonb('callback'),
+    /** The run whose result this run delivers (`trigger = 'result'`). */
+    resultOf: uuid('result_of'),
+    /** An async job's attempt was acknowledged and Chime waits for the receiver's report (status stays `running`). */
+    awaitingCompletion: boolean('awaiting_completion').notNull().default(false),
+    /** When the awaited report is late (`completion_timeout`), and when the next heartbeat is (null: none needed). */
+    completionDeadline: tz('completion_deadline'),
+    heartbeatDeadline: tz('heartbeat_deadline'),
+    lastHeartbeatAt: tz('last_heartbeat_at'),
+    /** The last heartbeat's `progress` and the report's `output`. */
+    progress: jsonb('progress'),
+    output: jsonb('output'),
   },
   (t) => [
     primaryKey({ name: 'runs_pkey', columns: [t.shard, t.id] }),
@@ -217,6 +235,8 @@ export const runs = pgTable(
       .where(sql`${t.status} = 'failed' and ${t.dismissedAt} is null and ${t.trigger} <> 'notification'`),
     // The tenant-wide runs feed (`GET /v1/runs`), newest first.
     index('runs_tenant_idx').on(t.tenantId, t.shard, t.id),
+    // The reaper's index of runs awaiting a receiver's report, by the deadline that comes first.
+    index('runs_awaiting_idx').on(t.shard, sql`least(${t.completionDeadline}, ${t.heartbeatDeadline})`).where(sql`${t.awaitingCompletion}`),
   ],
 );
 
@@ -242,6 +262,11 @@ export const attempts = pgTable(
     error: text('error'),
     /** At-most-once: true once the request may have left (written before sending). */
     sent: boolean('sent').notNull().default(true),
+    /** The response's headers (at most 4 KiB in all, `set-cookie` removed). */
+    responseHeaders: jsonb('response_headers'),
+    /** An async attempt: when the receiver reported, and what (`succeeded`/`failed`). */
+    completedAt: tz('completed_at'),
+    reportedStatus: text('reported_status'),
   },
   (t) => [primaryKey({ name: 'attempts_pkey', columns: [t.shard, t.runId, t.attempt] })],
 );
