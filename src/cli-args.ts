@@ -166,7 +166,7 @@ ${DB_ENV}`,
 
 export const LISTEN = command({
   name: 'listen',
-  args: '[--port P] [--secret whsec_…] [--jwks URL]',
+  args: '[--port P] [--secret whsec_…] [--jwks URL] [--complete-after MS]',
   summary: 'a local receiver that prints each callback and checks its signatures',
   details: `Receives callbacks over HTTP and prints each one with the result of its signature checks, until
 SIGINT or SIGTERM. \`GET /ready\` answers 200 without printing (a readiness probe).
@@ -176,12 +176,20 @@ options:
   --secret whsec_…  the tenant's signing secret, to check webhook-signature (may be repeated;
                     default: CHIME_SIGNING_SECRET; none: signatures are not checked)
   --jwks URL        the service's JWKS URL, to check Chime-Signature
+  --complete-after MS
+                    an async job's attempt (Chime-Completion-Url): answer 202, heartbeat every 5 s
+                    and report succeeded after MS milliseconds (default: answer 200, report by hand)
   -h, --help        show this help
 
 environment:
   CHIME_SIGNING_SECRET  the signing secret when no --secret is given
 `,
-  options: { port: { type: 'string', default: '9000' }, secret: { type: 'string', multiple: true }, jwks: { type: 'string' } },
+  options: {
+    port: { type: 'string', default: '9000' },
+    secret: { type: 'string', multiple: true },
+    jwks: { type: 'string' },
+    'complete-after': { type: 'string' },
+  },
 });
 
 export const NODE = command({

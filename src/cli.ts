@@ -121,14 +121,22 @@ async function main(argv: string[]): Promise<number> {
       const port = /^\d+$/.test(values.port) ? Number(values.port) : NaN;
       if (!(port <= 65535)) throw usageError(LISTEN, `--port must be a port number (0-65535), not "${values.port}"`);
       const secrets = values.secret ?? (process.env.CHIME_SIGNING_SECRET ? [process.env.CHIME_SIGNING_SECRET] : []);
+      const after = values['complete-after'];
+      if (after !== undefined && !/^\d{1,9}$/.test(after)) {
+        throw usageError(LISTEN, `--complete-after must be a number of milliseconds, not "${after}"`);
+      }
       const { runListen } = await import('./listen.ts');
-      const listener = await runListen({ port, secrets, out: process.stdout, ...(values.jwks ? { jwksUrl: values.jwks } : {}) }).catch(
-        (err: unknown) => {
-          if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE')
-            throw new StartupError(`cannot listen on port ${port}: it is in use (EADDRINUSE); pass another --port`);
-          throw err;
-        },
-      );
+      const listener = await runListen({
+        port,
+        secrets,
+        out: process.stdout,
+        ...(values.jwks ? { jwksUrl: values.jwks } : {}),
+        ...(after === undefined ? {} : { completeAfterMs: Number(after) }),
+      }).catch((err: unknown) => {
+        if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE')
+          throw new StartupError(`cannot listen on port ${port}: it is in use (EADDRINUSE); pass another --port`);
+        throw err;
+      });
       process.stderr.write(
         `listening for callbacks on ${listener.url}${secrets.length ? '' : ' (no --secret: signatures are not checked)'}\n`,
       );
@@ -231,7 +239,11 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
       clock: rt.clock,
       logger,
       deliver: createDeliver(callbackAgent),
-      keyring: createKeyring(rt.store, { jwtKeyMaxAgeMs: config.jwtKeyMaxAgeMs, createSigner: createNodeJwtSigner }),
+      keyring: createKeyring(rt.store, {
+        jwtKeyMaxAgeMs: config.jwtKeyMaxAgeMs,
+        createSigner: createNodeJwtSigner,
+        publicUrl: publicUrlOf(config, server),
+      }),
       userAgent: `chime/${pkg.version}`,
       options: { ...config.dispatch, callbacksPerDay: config.limits.callbacksPerDay },
       tracer: tracing?.dispatchTracer,
@@ -254,6 +266,16 @@ async function serve(config: Config, role: (typeof ROLES)[number]): Promise<numb
   await tracing?.shutdown();
   logger.info('stopped');
   return 0;
+}
+
+/**
+ * Where async jobs' receivers report (Chime-Completion-Url's base): CHIME_PUBLIC_URL, else this process on localhost at
+ * the port it listens on (right for a single process on one machine; a fleet or a dispatcher-only process sets it).
+ */
+function publicUrlOf(config: Config, server: ServerType): string {
+  if (config.publicUrl) return config.publicUrl;
+  const address = server.address();
+  return `http://localhost:${typeof address === 'object' && address ? address.port : config.port}`;
 }
 
 async function startApi(

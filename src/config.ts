@@ -38,6 +38,10 @@ const EnvSchema = z.object({
   CHIME_ALLOW_PRIVATE_DESTINATIONS: bool.default(false),
   HOST: z.string().min(1).default(DEFAULT_HOST),
   CHIME_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  CHIME_PUBLIC_URL: z
+    .string()
+    .regex(/^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/, 'must be an http:// or https:// URL without query or fragment')
+    .optional(),
   CHIME_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   CHIME_DISPATCH_CONCURRENCY: positiveInt.optional(),
   CHIME_DISPATCH_PER_DESTINATION: positiveInt.default(DISPATCHER_DEFAULTS.perDestination),
@@ -77,6 +81,11 @@ export type Config = {
   allowPrivateDestinations: boolean;
   /** Bearer token that `GET /metrics` requires; null = `/metrics` answers 404. */
   metricsToken: string | null;
+  /**
+   * The service's public base URL (CHIME_PUBLIC_URL, no trailing slash): async jobs' receivers report to
+   * `<publicUrl>/v1/runs/:runId/completion`. Null: `http://localhost:<the port the process listens on>`.
+   */
+  publicUrl: string | null;
   logLevel: string;
   dispatch: {
     concurrency: number;
@@ -159,6 +168,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     encryptionKey: e.CHIME_ENCRYPTION_KEY ?? null,
     allowPrivateDestinations: e.CHIME_ALLOW_PRIVATE_DESTINATIONS,
     metricsToken: e.CHIME_METRICS_TOKEN ?? null,
+    publicUrl: e.CHIME_PUBLIC_URL?.replace(/\/+$/, '') ?? null,
     logLevel: e.CHIME_LOG_LEVEL,
     dispatch: {
       concurrency: e.CHIME_DISPATCH_CONCURRENCY ?? (e.DATABASE_URL ? DISPATCHER_DEFAULTS.concurrency : EMBEDDED_DISPATCH_CONCURRENCY),

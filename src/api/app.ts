@@ -27,9 +27,11 @@ import { batchRoutes } from './routes/batch.ts';
 import { bulkRoutes } from './routes/bulk.ts';
 import { errorCodes } from './routes/common.ts';
 import { compatRoutes } from './routes/compat.ts';
+import { completionRoutes, isCompletionPath } from './routes/completion.ts';
 import { jobLifecycleRoutes } from './routes/job-lifecycle.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { notificationRoutes } from './routes/notifications.ts';
+import { resultDeliveryRoutes } from './routes/result-deliveries.ts';
 import { runRoutes } from './routes/runs.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { bearer, signupRoutes, tenantRoutes } from './routes/tenants.ts';
@@ -85,7 +87,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.route('/', adminTenantRoutes(adminFailures));
   // Tenant routes (/v1 and the compatibility routes): API key, then the tenant's rate limit, then the body check.
   const requireApiKey: MiddlewareHandler<AppEnv> = async (c, next) => {
-    if (c.req.path === '/v1/tenants' || c.req.path.startsWith(ADMIN_PREFIX)) return next();
+    // Sign-up and the admin routes authenticate themselves; the completion routes take an attempt's completion token.
+    if (c.req.path === '/v1/tenants' || c.req.path.startsWith(ADMIN_PREFIX) || isCompletionPath(c.req.path)) return next();
     const key = bearer(c.req.header('authorization'));
     const auth = key ? await authenticateApiKey(deps.store, key) : null;
     if (!auth) {
@@ -136,8 +139,10 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.route('/', jobLifecycleRoutes());
   app.route('/', scheduleRoutes());
   app.route('/', runRoutes());
+  app.route('/', completionRoutes());
   app.route('/', usageRoutes());
   app.route('/', notificationRoutes());
+  app.route('/', resultDeliveryRoutes());
   app.route('/', auditLogRoutes());
   app.route('/', compatRoutes());
 

@@ -5,8 +5,10 @@
  */
 import type { z } from '@hono/zod-openapi';
 import { callbackHeadersIssues } from '../domain/callback-headers.ts';
+import { normalizeCompletion } from '../domain/completion.ts';
 import { checkCallbackUrl } from '../domain/destination.ts';
 import type { CallbackSpec, JobSpec } from '../domain/job.ts';
+import type { SuccessBody } from '../domain/receiver-control.ts';
 import { resolveRetryPolicy } from '../domain/retry.ts';
 import { normalizeSchedule, type Schedule, scheduleIssues } from '../domain/schedule.ts';
 import type { StatusCodeSpec } from '../domain/status-codes.ts';
@@ -64,6 +66,22 @@ export async function validateCallback(
 }
 
 /**
+ * Checks `onSuccess` / `onFailure` (API.md "Receiver control and result routing") as callbacks are checked: each URL
+ * must pass `destinationIssue`. Absent or null routes are not checked.
+ * @returns the problems found, with paths `onSuccess.url` / `onFailure.url`
+ */
+export async function resultRouteErrors(routes: { onSuccess?: unknown; onFailure?: unknown }, deps: AppDeps): Promise<FieldError[]> {
+  const errors: FieldError[] = [];
+  for (const field of ['onSuccess', 'onFailure'] as const) {
+    const url = fieldOf(routes[field], 'url');
+    if (typeof url !== 'string') continue;
+    const refused = await destinationIssue(url, deps);
+    if (refused) errors.push({ path: `${field}.url`, message: refused });
+  }
+  return errors;
+}
+
+/**
  * Why `url` may not be called (a callback's or a notification endpoint's), or null: it must be http(s), and its host
  * public unless private destinations are allowed; a host name must resolve to public addresses now (the
  * connect-time guard checks again on every attempt).
@@ -107,6 +125,7 @@ export async function jobRuleErrors(raw: unknown, deps: AppDeps, nowMs: number):
   return [
     ...(schedule.success ? scheduleFieldErrors(schedule.data, nowMs) : []),
     ...(await validateCallback(callback, Boolean(callback.authToken), fieldOf(raw, 'payload'), deps)),
+    ...(await resultRouteErrors({ onSuccess: fieldOf(raw, 'onSuccess'), onFailure: fieldOf(raw, 'onFailure') }, deps)),
   ];
 }
 
@@ -129,6 +148,7 @@ export async function toJobSpec(body: JobBody, deps: AppDeps, nowMs: number, kno
     ...known,
     ...scheduleFieldErrors(body.schedule, nowMs),
     ...(await validateCallback(body.callback, Boolean(body.callback.authToken), body.payload, deps)),
+    ...(await resultRouteErrors(body, deps)),
   ];
   if (errors.length > 0) throw validationError(errors);
 
@@ -142,6 +162,7 @@ export async function toJobSpec(body: JobBody, deps: AppDeps, nowMs: number, kno
       headers: body.callback.headers,
       successStatusCodes: body.callback.successStatusCodes as StatusCodeSpec[],
       timeoutMs: body.callback.timeoutMs,
+      ...(body.callback.successBody ? { successBody: body.callback.successBody as SuccessBody } : {}),
     },
     authToken: body.callback.authToken ?? null,
     payload: body.payload ?? null,
@@ -153,5 +174,8 @@ export async function toJobSpec(body: JobBody, deps: AppDeps, nowMs: number, kno
     jitterMs: body.jitterMs ?? 0,
     metadata: body.metadata ?? {},
     pauseAfterFailures: body.pauseAfterFailures ?? 0,
+    completion: normalizeCompletion(body.completion),
+    onSuccess: body.onSuccess ?? null,
+    onFailure: body.onFailure ?? null,
   };
 }

@@ -34,6 +34,7 @@ export const ROUTE_SCOPES: Readonly<Record<string, Scope | typeof ANY_KEY>> = {
   'POST /v1/jobs/:jobId/trigger': 'jobs:write',
 
   'GET /v1/jobs/:jobId/runs': 'runs:read',
+  'GET /v1/jobs/:jobId/result-deliveries': 'runs:read',
   'GET /v1/runs': 'runs:read',
   'GET /v1/runs/:runId': 'runs:read',
   'GET /v1/dead-letters': 'runs:read',

@@ -4,7 +4,16 @@
  */
 import { z } from '@hono/zod-openapi';
 import { HEADER_VALUE_PATTERN, MAX_HEADER_NAME_LENGTH, MAX_HEADER_VALUE_LENGTH } from '../domain/callback-headers.ts';
+import {
+  COMPLETION_MAX_TIMEOUT_MS,
+  COMPLETION_MIN_TIMEOUT_MS,
+  COMPLETION_MODES,
+  HEARTBEAT_MAX_TIMEOUT_MS,
+  HEARTBEAT_MIN_TIMEOUT_MS,
+  REPORTED_STATUSES,
+} from '../domain/completion.ts';
 import { DEFAULT_TIMEOUT_MS, HTTP_METHODS, MAX_CALLBACK_HEADERS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from '../domain/job.ts';
+import { isJsonPointer } from '../domain/receiver-control.ts';
 import { MAX_ATTEMPTS_LIMIT, MAX_BACKOFF_MS, RETRY_STRATEGIES } from '../domain/retry.ts';
 import { isStorableInstant, MAX_DATES, MAX_INSTANT_MS, MAX_JITTER_MS, MIN_INSTANT_MS, MIN_INTERVAL_MS } from '../domain/schedule.ts';
 import { CATCH_UP_POLICIES, DELIVERY_MODES, JOB_STATUSES, OVERLAP_POLICIES, RUN_STATUSES, RUN_TRIGGERS } from '../domain/states.ts';
@@ -96,7 +105,22 @@ const callbackFields = {
     .min(1)
     .max(50),
   timeoutMs: int(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS),
+  successBody: z
+    .union([
+      z.strictObject({ contains: z.string().min(1).max(1024) }),
+      z.strictObject({
+        jsonPointer: z.string().max(1024).refine(isJsonPointer, 'an RFC 6901 JSON Pointer, such as "/status" ("~0" for ~, "~1" for /)'),
+        equals: z.unknown().refine((v) => v !== undefined, 'required'),
+      }),
+    ])
+    .openapi('SuccessBody', {
+      description:
+        'A success status whose body does not match fails the attempt (`body_mismatch`): the body (its first 64 KiB, as UTF-8) contains `contains`, or parses as JSON with `equals` at the RFC 6901 `jsonPointer`.',
+    }),
 };
+
+/** `onSuccess` / `onFailure`: where a run's result is posted (API.md "Receiver control and result routing"). */
+export const ResultRouteSchema = z.strictObject({ url: z.string().min(1).max(2048) }).openapi('ResultRoute');
 
 export const CallbackSchema = z
   .strictObject({
@@ -106,6 +130,7 @@ export const CallbackSchema = z
     authToken: AuthTokenSchema.optional(),
     successStatusCodes: callbackFields.successStatusCodes.default(['2xx']),
     timeoutMs: callbackFields.timeoutMs.default(DEFAULT_TIMEOUT_MS),
+    successBody: callbackFields.successBody.optional(),
   })
   .openapi('Callback');
 
@@ -121,6 +146,8 @@ export const CallbackPatchSchema = z.strictObject({
   authToken: AuthTokenSchema.nullable().optional(),
   successStatusCodes: callbackFields.successStatusCodes.optional(),
   timeoutMs: callbackFields.timeoutMs.optional(),
+  /** null removes the rule. */
+  successBody: callbackFields.successBody.nullable().optional(),
 });
 
 export const RetrySchema = z
@@ -133,6 +160,19 @@ export const RetrySchema = z
     jitter: z.boolean().optional(),
   })
   .openapi('RetryPolicy');
+
+/**
+ * A job's `completion` (API.md "Long-running jobs"): `response` (the default: the response decides the run) or `async`
+ * (a success response only acknowledges the attempt; the receiver reports the end), with the report's timeout and the
+ * heartbeat timeout in ms.
+ */
+export const CompletionSchema = z
+  .strictObject({
+    mode: z.enum(COMPLETION_MODES),
+    timeoutMs: int(COMPLETION_MIN_TIMEOUT_MS, COMPLETION_MAX_TIMEOUT_MS).optional(),
+    heartbeatTimeoutMs: int(HEARTBEAT_MIN_TIMEOUT_MS, HEARTBEAT_MAX_TIMEOUT_MS).optional(),
+  })
+  .openapi('Completion');
 
 /** A job's tenant-unique `key` (body field, and the path of `PUT /v1/jobs/by-key/:key`): URL-safe, 1..200 characters. */
 export const JobKeySchema = z
@@ -154,6 +194,9 @@ const jobFields = {
   jitterMs: int(0, MAX_JITTER_MS).optional(),
   key: JobKeySchema.optional(),
   pauseAfterFailures: int(0, MAX_PAUSE_AFTER_FAILURES).optional(),
+  completion: CompletionSchema.optional(),
+  onSuccess: ResultRouteSchema.nullable().optional(),
+  onFailure: ResultRouteSchema.nullable().optional(),
   metadata: z
     .record(z.string().min(1).max(64), z.string().max(512))
     .refine((m) => Object.keys(m).length <= MAX_METADATA_PAIRS, `at most ${MAX_METADATA_PAIRS} pairs`)
@@ -169,7 +212,7 @@ export const JobSchema = z
     name: z.string().nullable(),
     key: z.string().nullable(),
     status: z.enum(JOB_STATUSES),
-    pausedReason: z.enum(['manual', 'gone', 'consecutive_failures']).nullable(),
+    pausedReason: z.enum(['manual', 'gone', 'consecutive_failures', 'receiver']).nullable(),
     pauseAfterFailures: z.number(),
     consecutiveFailures: z.number(),
     schedule: ScheduleSchema,
@@ -180,6 +223,8 @@ export const JobSchema = z
       hasAuthToken: z.boolean(),
       successStatusCodes: z.array(z.union([z.number(), z.string()])),
       timeoutMs: z.number(),
+      // `equals` as any JSON value: the response's typing turns `unknown` into `null`.
+      successBody: z.union([z.object({ contains: z.string() }), z.object({ jsonPointer: z.string(), equals: z.any() })]).nullable(),
     }),
     payload: z.unknown(),
     retry: RetrySchema,
@@ -189,6 +234,14 @@ export const JobSchema = z
     catchUp: z.enum(CATCH_UP_POLICIES),
     jitterMs: z.number(),
     metadata: z.record(z.string(), z.string()),
+    onSuccess: z.object({ url: z.string() }).nullable(),
+    onFailure: z.object({ url: z.string() }).nullable(),
+    /** `{ mode: 'response' }`, or `{ mode: 'async', timeoutMs, heartbeatTimeoutMs? }` (src/domain/completion.ts). */
+    completion: z.object({
+      mode: z.enum(COMPLETION_MODES),
+      timeoutMs: z.number().optional(),
+      heartbeatTimeoutMs: z.number().optional(),
+    }),
     nextRunAt: z.string().nullable(),
     lastRunAt: z.string().nullable(),
     createdAt: z.string(),
@@ -211,6 +264,15 @@ export const RunSchema = z
     error: z.string().nullable(),
     /** When the tenant dismissed this dead letter (`DELETE /v1/dead-letters/:runId`, or a bulk replay); null otherwise. */
     dismissedAt: z.string().nullable(),
+    /** An async job's run whose attempt was acknowledged: Chime waits for the receiver's report (status `running`). */
+    awaitingCompletion: z.boolean(),
+    /** While awaiting: when the report is due (RFC 3339 UTC); null otherwise. */
+    completionDeadline: z.string().nullable(),
+    /** The last heartbeat (RFC 3339 UTC) and its `progress`; null when none came. */
+    lastHeartbeatAt: z.string().nullable(),
+    progress: z.unknown(),
+    /** The receiver's last report's `output` (JSON), or null. */
+    output: z.unknown(),
   })
   .openapi('Run');
 
@@ -222,8 +284,13 @@ export const AttemptSchema = z
     durationMs: z.number().nullable(),
     responseStatus: z.number().nullable(),
     responseBodyExcerpt: z.string().nullable(),
+    /** The response's headers (names lower-cased, at most 4 KiB in all, `set-cookie` removed); null without a response. */
+    responseHeaders: z.record(z.string(), z.string()).nullable(),
     errorClass: z.string().nullable(),
     error: z.string().nullable(),
+    /** An async job's attempt: when the receiver reported its end (RFC 3339 UTC) and what it reported; else null. */
+    completedAt: z.string().nullable(),
+    reportedStatus: z.enum(REPORTED_STATUSES).nullable(),
   })
   .openapi('Attempt');
 

@@ -6,6 +6,14 @@
 import { type AttemptOutcome, decideAfterAttempt, ERROR_CLASS, type HttpResult } from '../domain/attempt-outcome.ts';
 import type { ClaimedRun } from '../domain/claimed-run.ts';
 import type { Clock } from '../domain/clock.ts';
+import {
+  CONTROL_HEADER,
+  capResponseHeaders,
+  parseChimeControl,
+  RESPONSE_BODY_KEEP_BYTES,
+  type ResultResponse,
+  resultBody,
+} from '../domain/receiver-control.ts';
 import { storableText } from '../domain/storable-text.ts';
 import { buildCallbackRequest } from './callback-request.ts';
 import type { CallbackRequest, Deliver } from './deliver.ts';
@@ -41,6 +49,8 @@ export async function performAttempt(run: ClaimedRun, deps: AttemptDeps): Promis
   try {
     const req = await buildCallbackRequest(run, deps.keyring, startedAtMs, deps.userAgent);
     if (deps.abandoned?.(run)) return null;
+    // The whole body (to 64 KiB) only when something reads it: memory per request in flight stays at the excerpt.
+    if (run.callback.successBody || run.onSuccess || run.onFailure) req.keepBodyBytes = RESPONSE_BODY_KEEP_BYTES;
     if (deps.tracer) [result, traceParent] = await deliverTraced(deps.tracer, run, req, deps);
     else result = await deps.deliver(req, () => clock.now());
   } catch (err) {
@@ -121,6 +131,8 @@ export function outcomeOf(
   finishedAtMs: number,
   random: () => number,
 ): AttemptOutcome {
+  const response = result.kind === 'response' ? result : null;
+  const control = parseChimeControl(response?.headers?.[CONTROL_HEADER]);
   const d = decideAfterAttempt(
     {
       attempt: run.attempt,
@@ -129,12 +141,15 @@ export function outcomeOf(
       retry: run.retry,
       deliveryMode: run.deliveryMode,
       successStatusCodes: run.callback.successStatusCodes,
+      successBody: run.callback.successBody ?? null,
+      control: control.tokens,
     },
     result,
     finishedAtMs,
     random,
   );
-  return {
+  const headers = response?.headers ? storableHeaders(capResponseHeaders(response.headers)) : null;
+  const outcome: AttemptOutcome = {
     ...d,
     shard: run.shard,
     runId: run.runId,
@@ -145,5 +160,34 @@ export function outcomeOf(
     responseStatus: result.kind === 'response' ? result.status : null,
     responseBodyExcerpt: result.kind === 'response' ? storableText(result.bodyExcerpt) : null,
     error: d.error === null ? null : storableText(d.error),
+    responseHeaders: headers,
   };
+  // An async job's success only acknowledges the attempt: the finish makes the run await the receiver's report.
+  if (d.runStatus === 'succeeded' && run.completion) {
+    outcome.awaitCompletion = { timeoutMs: run.completion.timeoutMs, heartbeatTimeoutMs: run.completion.heartbeatTimeoutMs ?? null };
+  }
+  if (control.unknown.length > 0) {
+    outcome.attemptNote = storableText(`Chime-Control: ignored unknown token(s) ${control.unknown.join(', ')}`);
+  }
+  const acting = control.tokens.filter((t) => t === 'complete' || t === 'skip-next');
+  if (acting.length > 0) outcome.control = acting;
+  // Result routing: a run that ended so, of a job that routes that end (never a delivery's own end).
+  const route = d.runStatus === 'succeeded' ? run.onSuccess : d.runStatus === 'failed' ? run.onFailure : null;
+  if (route) {
+    const carried: ResultResponse | null = response
+      ? {
+          status: response.status,
+          headers: headers ?? {},
+          ...resultBody(response.body ?? new TextEncoder().encode(response.bodyExcerpt), response.bodyTruncated ?? false),
+        }
+      : null;
+    outcome.resultDelivery = { url: route.url, response: carried };
+  }
+  return outcome;
+}
+
+/** Header values made storable (`storableText`: no NUL, no lone surrogate), as the excerpt is. */
+function storableHeaders(h: Record<string, string>): Record<string, string> {
+  for (const k of Object.keys(h)) h[k] = storableText(h[k]!);
+  return h;
 }

@@ -47,6 +47,12 @@ export async function buildCallbackRequest(run: ClaimedRun, keyring: Keyring, no
     'chime-attempt': String(run.attempt),
     ...(ofJob ? { 'chime-scheduled-for': new Date(run.scheduledForMs).toISOString() } : {}),
   };
+  // An async job's attempt: where and with what credential its receiver reports the end (API.md "Long-running jobs").
+  if (run.completion && keyring.completion) {
+    const { url, token } = await keyring.completion(run.runId, run.shard, run.attempt);
+    headers['chime-completion-url'] = url;
+    headers['chime-completion-token'] = token;
+  }
   if (body !== '') headers['content-type'] = 'application/json';
   if (authToken) headers.authorization = `Bearer ${authToken}`;
   return { url: callback.url, method: callback.method, headers, body: body === '' ? null : body, timeoutMs: callback.timeoutMs };

@@ -8,8 +8,8 @@ import { ERROR_CLASS, type HttpResult, NOT_SENT_ERROR_CODES } from '../domain/at
 import { parseRetryAfter } from '../domain/retry.ts';
 import { createGuardedConnector } from './guard.ts';
 
-/** Bytes of the response body kept in the attempt log. */
-export const RESPONSE_EXCERPT_BYTES = 1024;
+/** Bytes of the response body kept in the attempt log (API.md: 4 KiB). */
+export const RESPONSE_EXCERPT_BYTES = 4096;
 /** Bytes of a response body read (then discarded) to keep the connection reusable; past this it is closed. */
 export const RESPONSE_DRAIN_LIMIT_BYTES = 64 * 1024;
 /** Idle keep-alive of pooled connections to receivers, in ms. */
@@ -22,6 +22,11 @@ export type CallbackRequest = {
   /** null for GET. */
   body: string | null;
   timeoutMs: number;
+  /**
+   * Bytes of the response body to keep beyond the excerpt (up to RESPONSE_DRAIN_LIMIT_BYTES), for a `successBody`
+   * rule or a result delivery; absent: the excerpt only, so memory per request in flight stays small.
+   */
+  keepBodyBytes?: number;
 };
 
 export type Deliver = (req: CallbackRequest, nowMs: () => number) => Promise<HttpResult>;
@@ -56,7 +61,7 @@ export function createDeliver(agent: Dispatcher): Deliver {
         resolve(classifyError(err));
         return;
       }
-      const handler = new CallbackHandler(resolve, nowMs, req.timeoutMs);
+      const handler = new CallbackHandler(resolve, nowMs, req.timeoutMs, Math.min(req.keepBodyBytes ?? 0, RESPONSE_DRAIN_LIMIT_BYTES));
       agent.dispatch(
         {
           origin: target.origin,
@@ -112,6 +117,7 @@ class CallbackHandler implements Dispatcher.DispatchHandler {
   private readonly timer: NodeJS.Timeout;
   private status = 0;
   private retryAfter: string | undefined;
+  private headers: Record<string, string> = {};
   private chunks: Buffer[] = [];
   private size = 0;
   private settled = false;
@@ -120,6 +126,8 @@ class CallbackHandler implements Dispatcher.DispatchHandler {
     private readonly resolve: (r: HttpResult) => void,
     private readonly nowMs: () => number,
     timeoutMs: number,
+    /** Bytes of the body to keep whole (0: the excerpt only). */
+    private readonly keepBytes = 0,
   ) {
     this.timer = setTimeout(() => {
       this.timedOut = timeoutError(timeoutMs);
@@ -145,10 +153,13 @@ class CallbackHandler implements Dispatcher.DispatchHandler {
     this.status = statusCode;
     const ra = headers['retry-after'];
     this.retryAfter = Array.isArray(ra) ? ra[0] : ra;
+    this.headers = {};
+    for (const [name, v] of Object.entries(headers))
+      if (v !== undefined) this.headers[name.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.size < RESPONSE_EXCERPT_BYTES) this.chunks.push(chunk);
+    if (this.size < Math.max(RESPONSE_EXCERPT_BYTES, this.keepBytes)) this.chunks.push(chunk);
     this.size += chunk.length;
     if (this.size > RESPONSE_DRAIN_LIMIT_BYTES) {
       // Enough read: answer with what we have and drop the connection rather than read the rest.
@@ -173,16 +184,21 @@ class CallbackHandler implements Dispatcher.DispatchHandler {
 
   private respond(): void {
     if (this.settled) return;
-    const excerpt =
-      this.chunks.length === 1
-        ? this.chunks[0]!.subarray(0, RESPONSE_EXCERPT_BYTES)
-        : Buffer.concat(this.chunks).subarray(0, RESPONSE_EXCERPT_BYTES);
-    this.settle({
+    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+    const excerpt = all.subarray(0, RESPONSE_EXCERPT_BYTES);
+    const result: HttpResult = {
       kind: 'response',
       status: this.status,
       retryAfterMs: parseRetryAfter(this.retryAfter, this.nowMs()),
       bodyExcerpt: excerpt.toString('utf8'),
-    });
+      headers: this.headers,
+    };
+    if (this.keepBytes > 0) {
+      // A copy: `all` may be a pooled chunk of undici's.
+      result.body = new Uint8Array(all.subarray(0, this.keepBytes));
+      result.bodyTruncated = this.size > this.keepBytes;
+    }
+    this.settle(result);
   }
 
   private settle(r: HttpResult): void {

@@ -5,6 +5,7 @@
  * on every callback would put AES-GCM and a query on the hot path for nothing.
  */
 
+import { completionToken } from '../store/completion-token.ts';
 import type { StoreContext } from '../store/context.ts';
 import { ensureJwtKey, JWT_KEY_MAX_AGE_DEFAULT_MS, type SigningJwk } from '../store/jwt-keys.ts';
 import { activeSigningSecrets } from '../store/signing-secrets.ts';
@@ -22,6 +23,12 @@ export type KeyringOptions = {
   jwtKeyMaxAgeMs?: number;
   /** Makes the signer of a key (default `createJwtSigner`, jose: portable; the Node dispatcher passes node:crypto's). */
   createSigner?: (key: SigningJwk) => Promise<JwtSigner>;
+  /**
+   * The service's public base URL (config.publicUrl, or the Node default `http://localhost:<port>`): async jobs'
+   * attempts carry `<publicUrl>/v1/runs/<runId>/completion`. Absent: `completion` is not offered (a Worker without
+   * CHIME_PUBLIC_URL), and an async job's attempts carry no completion headers (they end `completion_timeout`).
+   */
+  publicUrl?: string;
 };
 
 export interface Keyring {
@@ -31,6 +38,12 @@ export interface Keyring {
   jwtSigner(): Promise<JwtSigner>;
   /** Opens a sealed auth token. @throws CipherError */
   openAuthToken(sealed: string): Promise<string>;
+  /**
+   * The `Chime-Completion-Url` and `Chime-Completion-Token` of attempt `attempt` of run `runId` in bucket `shard` (an
+   * async job's: API.md "Long-running jobs"; the token: src/store/completion-token.ts). Absent when the keyring was
+   * made without a public URL.
+   */
+  completion?(runId: string, shard: number, attempt: number): Promise<{ url: string; token: string }>;
 }
 
 type Entry<T> = { value: Promise<T>; expiresAt: number };
@@ -76,6 +89,16 @@ export function createKeyring(ctx: StoreContext, opts: KeyringOptions = {}): Key
         JWT_KEY_TTL_MS,
         (e) => (jwt = e),
       ),
+    ...(opts.publicUrl === undefined
+      ? {}
+      : {
+          async completion(runId: string, shard: number, attempt: number) {
+            return {
+              url: `${opts.publicUrl}/v1/runs/${runId}/completion`,
+              token: await completionToken(ctx.cipher, runId, shard, attempt),
+            };
+          },
+        }),
     async openAuthToken(sealed) {
       const hit = tokens.get(sealed);
       if (hit !== undefined) return hit;

@@ -4,6 +4,8 @@
  */
 
 import { PAUSED_REASON, type PausedReason } from './events.ts';
+import type { ControlToken, ResultResponse, SuccessBody } from './receiver-control.ts';
+import { successBodyMismatch } from './receiver-control.ts';
 import { type RetryPolicy, retryDelayMs } from './retry.ts';
 import type { DeliveryMode } from './states.ts';
 import { isSuccessStatus, type StatusCodeSpec } from './status-codes.ts';
@@ -18,9 +20,15 @@ export const ERROR_CLASS = Object.freeze({
   tls: 'tls',
   refusedDestination: 'refused_destination',
   badStatus: 'bad_status',
+  /** A success status whose body did not meet the callback's `successBody`. */
+  bodyMismatch: 'body_mismatch',
   internal: 'internal',
   /** The dispatcher lost the run's lease (it died, stalled past the lease, or shut down) before recording a result. */
   leaseLost: 'lease_lost',
+  /** An async job's attempt: no report within `completion.timeoutMs`, or no heartbeat within `heartbeatTimeoutMs`. */
+  completionTimeout: 'completion_timeout',
+  /** An async job's attempt the receiver reported `failed` (its `error` is the report's). */
+  reportedFailure: 'reported_failure',
 } as const);
 export type ErrorClass = (typeof ERROR_CLASS)[keyof typeof ERROR_CLASS];
 
@@ -42,7 +50,18 @@ export const NOT_SENT_ERROR_CODES: Readonly<Record<string, ErrorClass>> = Object
 
 /** The HTTP side of an attempt: a response, or an error before one arrived. */
 export type HttpResult =
-  | { kind: 'response'; status: number; retryAfterMs: number | null; bodyExcerpt: string }
+  | {
+      kind: 'response';
+      status: number;
+      retryAfterMs: number | null;
+      bodyExcerpt: string;
+      /** Every response header, names lower-cased, repeated ones joined by `, ` (capped for the log by `outcomeOf`). */
+      headers?: Record<string, string>;
+      /** The body's first bytes, up to the request's `keepBodyBytes` (read only when asked: `successBody`, result routing). */
+      body?: Uint8Array;
+      /** The body went on past `body`. */
+      bodyTruncated?: boolean;
+    }
   | { kind: 'error'; errorClass: ErrorClass; message: string /** the request may have reached the receiver */; maybeSent: boolean };
 
 /** What an attempt's result means for its run (`decideAfterAttempt`). Times are epoch ms. */
@@ -70,8 +89,24 @@ export type AttemptOutcome = AttemptDecision & {
   finishedAtMs: number;
   responseStatus: number | null;
   responseBodyExcerpt: string | null;
+  /** The response's headers as the attempt log keeps them (`capResponseHeaders`); null without a response. */
+  responseHeaders?: Record<string, string> | null;
+  /** The attempt log's note beside its error (unknown `Chime-Control` tokens); the run's error is not given it. */
+  attemptNote?: string | null;
+  /** The `Chime-Control` tokens of the response that act on the job at the finish (`complete`, `skip-next`; `pause` is `pauseReason`). */
+  control?: ControlToken[];
+  /**
+   * The result delivery this outcome asks for (the run ended `succeeded`/`failed` and its job routes that result):
+   * where, and the response it carries (null when the attempt got none).
+   */
+  resultDelivery?: { url: string; response: ResultResponse | null };
   /** The attempt's client span as a W3C `traceparent`, when traced (README "Traces"): the finish span links to it. */
   attemptTraceParent?: string;
+  /**
+   * Set when the attempt succeeded and its job is async (src/domain/completion.ts): the finish records the run as
+   * awaiting the receiver's report (still `running`, no lease) with its deadlines counted from `finishedAtMs`, in ms.
+   */
+  awaitCompletion?: { timeoutMs: number; heartbeatTimeoutMs: number | null };
 };
 
 /** HTTP 410: the receiver wants no more callbacks for this job. */
@@ -89,17 +124,33 @@ export function decideAfterAttempt(
     retry: RetryPolicy;
     deliveryMode: DeliveryMode;
     successStatusCodes: readonly StatusCodeSpec[];
+    /** The callback's `successBody`: a success status whose body does not meet it fails with `body_mismatch`. */
+    successBody?: SuccessBody | null;
+    /** The response's `Chime-Control` tokens (`parseChimeControl`): `no-retry` ends the run, `pause` pauses the job. */
+    control?: readonly ControlToken[];
   },
   result: HttpResult,
   nowMs: number,
   random: () => number = Math.random,
 ): AttemptDecision {
+  const control = r.control ?? [];
+  // `Chime-Control: pause` pauses the job whatever the attempt's result (a 410's `gone` says more, and wins).
+  const receiverPause = control.includes('pause') ? PAUSED_REASON.receiver : null;
+  let mismatch: string | null = null;
   if (result.kind === 'response' && isSuccessStatus(result.status, r.successStatusCodes)) {
-    return { runStatus: 'succeeded', nextAttemptAtMs: null, errorClass: null, error: null, pauseReason: null };
+    mismatch = r.successBody ? successBodyMismatch(r.successBody, bodyText(result)) : null;
+    if (mismatch === null) {
+      return { runStatus: 'succeeded', nextAttemptAtMs: null, errorClass: null, error: null, pauseReason: receiverPause };
+    }
   }
-  const errorClass = result.kind === 'response' ? ERROR_CLASS.badStatus : result.errorClass;
-  const error = result.kind === 'response' ? `unexpected status ${result.status}` : result.message;
-  const end = (runStatus: 'failed' | 'expired', why: string, pauseReason: PausedReason | null = null): AttemptDecision => ({
+  const errorClass = mismatch !== null ? ERROR_CLASS.bodyMismatch : result.kind === 'response' ? ERROR_CLASS.badStatus : result.errorClass;
+  const error =
+    mismatch !== null
+      ? `status ${(result as { status: number }).status}, but ${mismatch}`
+      : result.kind === 'response'
+        ? `unexpected status ${result.status}`
+        : result.message;
+  const end = (runStatus: 'failed' | 'expired', why: string, pauseReason: PausedReason | null = receiverPause): AttemptDecision => ({
     runStatus,
     nextAttemptAtMs: null,
     errorClass,
@@ -111,6 +162,8 @@ export function decideAfterAttempt(
   if (result.kind === 'response' && result.status === GONE) {
     return end('failed', `${error}: the receiver asked for no more callbacks`, PAUSED_REASON.gone);
   }
+  // The receiver said not to try again: the run ends now (API.md "Receiver control and result routing").
+  if (control.includes('no-retry')) return end('failed', `${error}; not retried: the receiver answered Chime-Control: no-retry`);
   if (r.deliveryMode === 'at-most-once' && (result.kind === 'response' || result.maybeSent)) {
     return end('failed', `${error}; not re-sent (at-most-once)`);
   }
@@ -120,5 +173,10 @@ export function decideAfterAttempt(
   if (isPastWindow(r.scheduledForMs, r.relevancyWindowMs, next)) {
     return end('expired', `${error}; the next retry would start after the relevancy window`);
   }
-  return { runStatus: 'retrying', nextAttemptAtMs: next, errorClass, error, pauseReason: null };
+  return { runStatus: 'retrying', nextAttemptAtMs: next, errorClass, error, pauseReason: receiverPause };
+}
+
+/** The body a `successBody` rule reads: the kept bytes as UTF-8 (malformed sequences replaced), else the excerpt. */
+function bodyText(result: Extract<HttpResult, { kind: 'response' }>): string {
+  return result.body ? new TextDecoder().decode(result.body) : result.bodyExcerpt;
 }

@@ -2,7 +2,8 @@
  * A run a dispatcher holds under a lease (the claim's product, src/store/queue/claim-runs.ts), with what it needs to
  * deliver it: the engine queues it, the attempt sends it. Times are epoch ms.
  */
-import type { CallbackSpec } from './job.ts';
+import type { AsyncCompletion } from './completion.ts';
+import type { CallbackSpec, ResultRoute } from './job.ts';
 import type { RetryPolicy } from './retry.ts';
 import type { DeliveryMode, RunTrigger } from './states.ts';
 
@@ -29,10 +30,22 @@ export type ClaimedRun = {
   relevancyWindowMs: number | null;
   deliveryMode: DeliveryMode;
   /**
+   * The job's result routes as claimed (API.md "Receiver control and result routing"): the finish of an attempt that
+   * ends the run `succeeded` (`failed`) asks for a result delivery to `onSuccess` (`onFailure`). Null or absent: none
+   * (always for a delivery's own runs).
+   */
+  onSuccess?: ResultRoute | null;
+  onFailure?: ResultRoute | null;
+  /**
    * The W3C `traceparent` of the API request that created the job (`jobs.trace_parent`), when it was traced; the
    * attempt's span links to it (README "Traces"). Absent or null: none.
    */
   jobTraceParent?: string | null;
   /** The `traceparent` of the claim span that took the run, set by the engine when tracing; the attempt links to it. */
   claimTraceParent?: string;
+  /**
+   * The job's async completion (src/domain/completion.ts) as of the claim: the request carries the completion URL and
+   * token, and a success only acknowledges the attempt. Absent or null: the response decides the run.
+   */
+  completion?: AsyncCompletion | null;
 };

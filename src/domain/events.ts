@@ -15,6 +15,8 @@ export const PAUSED_REASON = Object.freeze({
   gone: 'gone',
   /** `pauseAfterFailures` consecutive runs ended `failed`. */
   consecutiveFailures: 'consecutive_failures',
+  /** The receiver answered with `Chime-Control: pause`. */
+  receiver: 'receiver',
 } as const);
 export type PausedReason = (typeof PAUSED_REASON)[keyof typeof PAUSED_REASON];
 

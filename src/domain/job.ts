@@ -2,6 +2,8 @@
  * The job as the domain sees it: what to call, when, and how to retry. The API validates client input into a
  * `JobSpec`; the store persists it; the dispatcher executes it.
  */
+import type { AsyncCompletion } from './completion.ts';
+import type { SuccessBody } from './receiver-control.ts';
 import type { RetryPolicy } from './retry.ts';
 import type { Schedule } from './schedule.ts';
 import type { CatchUpPolicy, DeliveryMode, OverlapPolicy } from './states.ts';
@@ -10,9 +12,12 @@ import type { StatusCodeSpec } from './status-codes.ts';
 export const HTTP_METHODS = ['POST', 'PUT', 'PATCH', 'GET', 'DELETE'] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];
 
-/** Callback timeout bounds and default, in ms. */
+/**
+ * Callback timeout bounds and default, in ms. Up to 15 min: the run's lease (timeout + CHIME_LEASE_MARGIN_MS, from the
+ * claim) covers it, and the request holds one of the dispatcher's CHIME_DISPATCH_CONCURRENCY slots that long.
+ */
 export const MIN_TIMEOUT_MS = 1000;
-export const MAX_TIMEOUT_MS = 60_000;
+export const MAX_TIMEOUT_MS = 900_000;
 export const DEFAULT_TIMEOUT_MS = 10_000;
 /** Most custom headers on a callback (which headers are accepted: src/domain/callback-headers.ts). */
 export const MAX_CALLBACK_HEADERS = 20;
@@ -24,7 +29,12 @@ export type CallbackSpec = {
   headers: Record<string, string>;
   successStatusCodes: StatusCodeSpec[];
   timeoutMs: number;
+  /** What the body of a success status must also hold (src/domain/receiver-control.ts); absent or null: anything. */
+  successBody?: SuccessBody | null;
 };
+
+/** Where a run's result goes (`onSuccess`, `onFailure`): a URL under the same destination rule as callbacks. */
+export type ResultRoute = { url: string };
 
 /** A validated job, as stored. Times inside `schedule` are normalized (see `normalizeSchedule`). */
 export type JobSpec = {
@@ -44,4 +54,9 @@ export type JobSpec = {
   metadata: Record<string, string>;
   /** Pause the job after this many consecutive runs ended `failed`; 0 = never (absent: 0). */
   pauseAfterFailures?: number;
+  /** Result routing (API.md "Receiver control and result routing"): where a run that ends `succeeded` / `failed` is posted; null or absent: nowhere. */
+  onSuccess?: ResultRoute | null;
+  onFailure?: ResultRoute | null;
+  /** Async completion (src/domain/completion.ts): the receiver reports each run's end; null or absent: the response does. */
+  completion?: AsyncCompletion | null;
 };

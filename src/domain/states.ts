@@ -6,7 +6,7 @@
  *
  *   scheduled ──claim──▶ running ──success──────────────────────────▶ succeeded
  *   retrying ──claim──▶    │  ├──failure, retries left──────────────▶ retrying
- *       │  │               │  ├──failure, none left; 410; ambiguous─▶ failed     (a dead letter)
+ *       │  │               │  ├──failure, none left; 410; no-retry; ambiguous ▶ failed (a dead letter)
  *       │  │               │  ├──failure, retry past the window─────▶ expired
  *       │  │               │  ├──lease expired (reaper), or released ▶ retrying (at-least-once) | failed (at-most-once)
  *       │  │               │  └──never sent, given back (unclaim)───▶ scheduled | retrying (as it was claimed)
@@ -14,6 +14,13 @@
  *       │  └──job canceled (or its notification endpoint deleted)──▶ canceled
  *   scheduled ──at claim: overlap policy / catch-up policy─────────▶ skipped
  *   scheduled ──job paused, schedule changed───────────────────────▶ canceled ──resume / re-plan of the same occurrence──▶ scheduled
+ *   scheduled ──Chime-Control: skip-next (finish of another run)──▶ skipped;  complete ──▶ canceled
+ *
+ * An async job's run (src/domain/completion.ts) has a sub-state of `running`, awaiting the receiver's report
+ * (`awaiting_completion`: no lease, no dispatcher holds it; only the report or the completion reaper moves it):
+ *   running (leased) ──success response (finish)──▶ running, awaiting ──report succeeded────────────▶ succeeded
+ *   running (leased, before the finish) ──report or heartbeat──┘       ├──report failed / completion_timeout ▶ retrying | failed | expired (policy)
+ *                                                                      └──heartbeat: deadline postponed (stays)
  *
  * `scheduled` and `retrying` are the waiting states: the only ones the dispatcher claims.
  */
@@ -48,14 +55,21 @@ export const JOB_STATUS = Object.freeze({
 export type JobStatus = (typeof JOB_STATUS)[keyof typeof JOB_STATUS];
 export const JOB_STATUSES = Object.values(JOB_STATUS) as [JobStatus, ...JobStatus[]];
 
-/** How a run came to be; `notification` runs are a notification endpoint's deliveries (never shown as a job's runs). */
+/**
+ * How a run came to be; `notification` runs are a notification endpoint's deliveries (never shown as a job's runs);
+ * `result` runs deliver another run's result to its job's `onSuccess`/`onFailure` (listed apart, under the job's
+ * result deliveries, and never counted as the job's runs).
+ */
 export const RUN_TRIGGER = Object.freeze({
   schedule: 'schedule',
   manual: 'manual',
   replay: 'replay',
   notification: 'notification',
+  result: 'result',
 } as const);
 export type RunTrigger = (typeof RUN_TRIGGER)[keyof typeof RUN_TRIGGER];
+/** Triggers of runs that are deliveries, not the job's own runs: never in its run list, failures in a row, overlap, usage or dead letters. */
+export const DELIVERY_TRIGGERS: readonly RunTrigger[] = Object.freeze([RUN_TRIGGER.notification, RUN_TRIGGER.result]);
 /** Every RunTrigger, as zod's `z.enum` takes them. */
 export const RUN_TRIGGERS = Object.values(RUN_TRIGGER) as [RunTrigger, ...RunTrigger[]];
 

@@ -22,6 +22,13 @@ export interface Cipher {
   open(sealed: string): Promise<string>;
   /** The ids of the configured keys, the sealing one first (null: the key without an id). */
   readonly keyIds: readonly (string | null)[];
+  /**
+   * HMAC-SHA256 tags of `message` (base64url, 43 characters), one per configured key, the sealing key's first, each
+   * under a key derived from it for `purpose` alone (HKDF-SHA256, RFC 5869: no salt, info = `purpose`), so a tag made
+   * for one purpose is no tag of another and the encryption key itself never signs. Issue with the first; accept any
+   * (a token made before a key rotation stays valid while its key is configured).
+   */
+  macs(purpose: string, message: string): Promise<string[]>;
 }
 
 /** A sealed value could not be opened: wrong key, or corrupted data; or a key could not be used. */
@@ -89,12 +96,33 @@ export async function createCipher(keys: Uint8Array | readonly EncryptionKey[]):
     }
     imported.set(id, await crypto.subtle.importKey('raw', key as Uint8Array<ArrayBuffer>, 'AES-GCM', false, ['encrypt', 'decrypt']));
   }
+  // The derived HMAC keys, per purpose (a handful of purposes: no eviction needed).
+  const macKeys = new Map<string, Promise<Awaited<ReturnType<typeof crypto.subtle.importKey>>[]>>();
+  const derive = (purpose: string) =>
+    Promise.all(
+      list.map(async ({ key }) => {
+        const ikm = await crypto.subtle.importKey('raw', key as Uint8Array<ArrayBuffer>, 'HKDF', false, ['deriveKey']);
+        return crypto.subtle.deriveKey(
+          { name: 'HKDF', hash: 'SHA-256', salt: new Uint8Array(0), info: new TextEncoder().encode(purpose) },
+          ikm,
+          { name: 'HMAC', hash: 'SHA-256', length: 256 },
+          false,
+          ['sign'],
+        );
+      }),
+    );
   const sealing = list[0]!.id;
   const sealingKey = imported.get(sealing)!;
   const enc = new TextEncoder();
   const dec = new TextDecoder();
   return {
     keyIds: list.map((k) => k.id),
+    async macs(purpose, message) {
+      let keys = macKeys.get(purpose);
+      if (!keys) macKeys.set(purpose, (keys = derive(purpose)));
+      const data = enc.encode(message);
+      return Promise.all((await keys).map(async (k) => toBase64Url(new Uint8Array(await crypto.subtle.sign('HMAC', k, data)))));
+    },
     async seal(plaintext) {
       const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
       const ct = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv }, sealingKey, enc.encode(plaintext)));

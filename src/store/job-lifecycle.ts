@@ -84,6 +84,9 @@ export async function updateJob(
     if (changes.jitterMs !== undefined) set.jitterMs = changes.jitterMs;
     if (changes.metadata !== undefined) set.metadata = changes.metadata;
     if (changes.pauseAfterFailures !== undefined) set.pauseAfterFailures = changes.pauseAfterFailures;
+    if (changes.onSuccess !== undefined) set.onSuccess = changes.onSuccess;
+    if (changes.onFailure !== undefined) set.onFailure = changes.onFailure;
+    if (changes.completion !== undefined) set.completion = changes.completion;
 
     const pausing = changes.paused === true && job.status !== JOB_STATUS.paused;
     const resuming = changes.paused === false && job.status === JOB_STATUS.paused;
@@ -266,6 +269,8 @@ export async function cancelJobs(tx: Executor, tenantId: string, jobIds: readonl
         ofTenant(runs, tenantId),
         sql`${runs.jobId} = any(${ids}::uuid[])`,
         inArray(runs.status, [RUN_STATUS.scheduled, RUN_STATUS.retrying]),
+        // A result delivery reports a run that already ended: it is owed (at least once) whatever becomes of the job.
+        ne(runs.trigger, RUN_TRIGGER.result),
       ),
     );
 }

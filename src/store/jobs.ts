@@ -169,9 +169,9 @@ export async function createJobs(
       createdAt: nowDate,
       updatedAt: nowDate,
       traceParent: ctx.source?.traceParent ?? null,
-      completion: null,
-      onSuccess: null,
-      onFailure: null,
+      completion: spec.completion ?? null,
+      onSuccess: spec.onSuccess ?? null,
+      onFailure: spec.onFailure ?? null,
     });
     if (first !== null) {
       const due = first + jitterOffsetMs(id, spec.jitterMs);
@@ -231,6 +231,9 @@ async function insertJobsAndRuns(
       pause_after_failures: j.pauseAfterFailures,
       next_run_at: j.nextRunAt?.toISOString() ?? null,
       trace_parent: j.traceParent,
+      completion: j.completion,
+      on_success: j.onSuccess,
+      on_failure: j.onFailure,
     })),
   );
   // Only runs of the jobs this statement makes: the check a foreign key would make (runs have none, schema.ts), made
@@ -241,14 +244,14 @@ async function insertJobsAndRuns(
   await db.execute(sql`with new_jobs as (
       insert into jobs (shard, id, tenant_id, key, name, status, schedule, callback, auth_token_enc, payload, retry,
                         relevancy_window_ms, delivery_mode, overlap_policy, catch_up, jitter_ms, metadata,
-                        pause_after_failures, next_run_at, trace_parent, created_at, updated_at)
+                        pause_after_failures, next_run_at, trace_parent, completion, on_success, on_failure, created_at, updated_at)
       select ${shardOf(tenantId)}::smallint, v.id, ${tenantId}::uuid, v.key, v.name, v.status, v.schedule, v.callback, v.auth_token_enc, v.payload, v.retry,
              v.relevancy_window_ms, v.delivery_mode, v.overlap_policy, v.catch_up, v.jitter_ms, v.metadata,
-             v.pause_after_failures, v.next_run_at, v.trace_parent, ${nowIso}::timestamptz, ${nowIso}::timestamptz
+             v.pause_after_failures, v.next_run_at, v.trace_parent, v.completion, v.on_success, v.on_failure, ${nowIso}::timestamptz, ${nowIso}::timestamptz
       from jsonb_to_recordset(${jobsJson}::jsonb) as v(id uuid, key text, name text, status text, schedule jsonb,
              callback jsonb, auth_token_enc text, payload jsonb, retry jsonb, relevancy_window_ms int, delivery_mode text,
              overlap_policy text, catch_up text, jitter_ms int, metadata jsonb, pause_after_failures int, next_run_at timestamptz,
-             trace_parent text)),
+             trace_parent text, completion jsonb, on_success jsonb, on_failure jsonb)),
     new_runs as (
       insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
       select ${shardOf(tenantId)}::smallint, v.id, ${tenantId}::uuid, v.job_id, v.scheduled_for, ${RUN_TRIGGER.schedule}, ${RUN_STATUS.scheduled},

@@ -1,6 +1,6 @@
 /** Runs and their attempt log, read side, scoped by tenant. */
 import { and, asc, desc, eq, gte, isNull, lt, ne, type SQL } from 'drizzle-orm';
-import { RUN_STATUS, type RunStatus } from '../domain/states.ts';
+import { RUN_STATUS, RUN_TRIGGER, type RunStatus } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
 import type { Executor } from './db.ts';
 import { page } from './jobs.ts';
@@ -12,7 +12,10 @@ export type AttemptRow = typeof attempts.$inferSelect;
 
 type ListOpts = { status?: RunStatus; limit: number; cursor?: string };
 
-/** A job's runs, newest first (the caller has checked the job belongs to the tenant). */
+/**
+ * A job's runs, newest first (the caller has checked the job belongs to the tenant): never its result deliveries
+ * (`trigger = 'result'`, `listResultDeliveries`). A notification endpoint's hidden job lists its deliveries here.
+ */
 export async function listRuns(
   ctx: StoreContext,
   tenantId: string,
@@ -26,7 +29,35 @@ export async function listRuns(
       and(
         ofTenant(runs, tenantId),
         eq(runs.jobId, jobId),
+        ne(runs.trigger, RUN_TRIGGER.result),
         opts.status ? eq(runs.status, opts.status) : undefined,
+        opts.cursor ? lt(runs.id, opts.cursor) : undefined,
+      ),
+    )
+    .orderBy(desc(runs.id))
+    .limit(opts.limit + 1);
+  return page(rows, opts.limit);
+}
+
+/**
+ * A job's result deliveries (`trigger = 'result'`: its runs' results posted to `onSuccess`/`onFailure`), newest first,
+ * `limit` at a time after `cursor` (the caller has checked the job belongs to the tenant). Read on `runs_job_idx`.
+ * @returns the page and the cursor of the next one (null at the end)
+ */
+export async function listResultDeliveries(
+  ctx: StoreContext,
+  tenantId: string,
+  jobId: string,
+  opts: { limit: number; cursor?: string },
+): Promise<{ items: RunRow[]; nextCursor: string | null }> {
+  const rows = await ctx.db
+    .select()
+    .from(runs)
+    .where(
+      and(
+        ofTenant(runs, tenantId),
+        eq(runs.jobId, jobId),
+        eq(runs.trigger, RUN_TRIGGER.result),
         opts.cursor ? lt(runs.id, opts.cursor) : undefined,
       ),
     )
@@ -59,6 +90,7 @@ export function tenantRunsQuery(db: Executor, tenantId: string, opts: TenantRuns
       and(
         ofTenant(runs, tenantId),
         ne(runs.trigger, 'notification'),
+        ne(runs.trigger, RUN_TRIGGER.result),
         opts.jobId ? eq(runs.jobId, opts.jobId) : undefined,
         opts.status ? eq(runs.status, opts.status) : undefined,
         opts.since ? gte(runs.scheduledFor, opts.since) : undefined,
@@ -88,7 +120,14 @@ export async function listTenantRuns(
  * predicate of the partial index `runs_tenant_dead_idx`, so lists read it in order).
  */
 export function deadLetterCondition(tenantId: string): SQL {
-  return and(ofTenant(runs, tenantId), eq(runs.status, RUN_STATUS.failed), isNull(runs.dismissedAt), ne(runs.trigger, 'notification'))!;
+  // Not a result delivery either (its failure is not the job's): a condition beside the index's predicate, which still serves.
+  return and(
+    ofTenant(runs, tenantId),
+    eq(runs.status, RUN_STATUS.failed),
+    isNull(runs.dismissedAt),
+    ne(runs.trigger, 'notification'),
+    ne(runs.trigger, RUN_TRIGGER.result),
+  )!;
 }
 
 /**
@@ -119,7 +158,7 @@ export async function getRun(ctx: StoreContext, tenantId: string, runId: string)
   const [run] = await ctx.db
     .select()
     .from(runs)
-    .where(and(ofTenant(runs, tenantId), eq(runs.id, runId), ne(runs.trigger, 'notification')));
+    .where(and(ofTenant(runs, tenantId), eq(runs.id, runId), ne(runs.trigger, 'notification'), ne(runs.trigger, RUN_TRIGGER.result)));
   if (!run) return null;
   const log = await ctx.db
     .select()

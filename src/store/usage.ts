@@ -4,6 +4,7 @@
  *
  * A notification's delivery (a run with `trigger = 'notification'`, of a hidden job with `kind = 'notification'`) is
  * Chime telling the tenant about its jobs, not one of the tenant's runs: it counts nowhere here, and nor does its job.
+ * Nor does a result delivery (`trigger = 'result'`: a run's result posted to its job's `onSuccess`/`onFailure`).
  */
 import { sql } from 'drizzle-orm';
 import { shardOf } from '../domain/shard.ts';
@@ -78,14 +79,14 @@ export async function tenantUsage(ctx: StoreContext, tenantId: string, days: num
             count(*) filter (where status = 'expired') as expired,
             count(*) filter (where status = 'skipped') as skipped
           from runs
-          where shard = ${shardOf(tenantId)} and tenant_id = ${tenantId} and trigger <> 'notification'
+          where shard = ${shardOf(tenantId)} and tenant_id = ${tenantId} and trigger not in ('notification', 'result')
             and status in ('succeeded', 'failed', 'expired', 'skipped')
             and finished_at >= ${from}::timestamptz and finished_at <= ${to}::timestamptz
           group by 1
         ), tried as (
           select date_trunc('day', a.started_at at time zone 'UTC') as day, count(*) as attempts
           from attempts a join runs r on r.shard = a.shard and r.id = a.run_id
-          where r.shard = ${shardOf(tenantId)} and tenant_id = ${tenantId} and r.trigger <> 'notification'
+          where r.shard = ${shardOf(tenantId)} and tenant_id = ${tenantId} and r.trigger not in ('notification', 'result')
             and a.started_at >= ${from}::timestamptz and a.started_at <= ${to}::timestamptz
           group by 1
         )
@@ -100,7 +101,7 @@ export async function tenantUsage(ctx: StoreContext, tenantId: string, days: num
     sql`with lag as (
           select greatest(0, extract(epoch from (started_at - scheduled_for)) * 1000)::float8 as ms
           from runs
-          where shard = ${shardOf(tenantId)} and tenant_id = ${tenantId} and trigger <> 'notification'
+          where shard = ${shardOf(tenantId)} and tenant_id = ${tenantId} and trigger not in ('notification', 'result')
             and started_at > ${dayAgo}::timestamptz and started_at <= ${to}::timestamptz
         )
         select (select count(*) from lag) as started,

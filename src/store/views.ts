@@ -3,8 +3,9 @@
  * store, not the API, because notification events carry them too (store/notifications.ts).
  */
 
+import { asyncCompletionOf, type ReportedStatus } from '../domain/completion.ts';
 import type { PausedReason } from '../domain/events.ts';
-import type { CallbackSpec } from '../domain/job.ts';
+import type { CallbackSpec, ResultRoute } from '../domain/job.ts';
 import type { RetryPolicy } from '../domain/retry.ts';
 import type { Schedule } from '../domain/schedule.ts';
 import type { CatchUpPolicy, DeliveryMode, JobStatus, OverlapPolicy, RunStatus, RunTrigger } from '../domain/states.ts';
@@ -32,6 +33,7 @@ export function jobView(j: JobRow) {
       hasAuthToken: j.authTokenEnc !== null,
       successStatusCodes: cb.successStatusCodes,
       timeoutMs: cb.timeoutMs,
+      successBody: cb.successBody ?? null,
     },
     payload: j.payload ?? null,
     retry: j.retry as RetryPolicy,
@@ -41,6 +43,9 @@ export function jobView(j: JobRow) {
     catchUp: j.catchUp as CatchUpPolicy,
     jitterMs: j.jitterMs,
     metadata: j.metadata as Record<string, string>,
+    onSuccess: (j.onSuccess as ResultRoute | null) ?? null,
+    onFailure: (j.onFailure as ResultRoute | null) ?? null,
+    completion: asyncCompletionOf(j.completion) ?? { mode: 'response' as const },
     nextRunAt: iso(j.nextRunAt),
     lastRunAt: iso(j.lastRunAt),
     createdAt: j.createdAt.toISOString(),
@@ -63,6 +68,33 @@ export function runView(r: RunRow) {
     responseStatus: r.responseStatus,
     error: r.error,
     dismissedAt: iso(r.dismissedAt),
+    awaitingCompletion: r.awaitingCompletion,
+    completionDeadline: r.awaitingCompletion ? iso(r.completionDeadline) : null,
+    lastHeartbeatAt: iso(r.lastHeartbeatAt),
+    progress: r.progress ?? null,
+    output: r.output ?? null,
+  };
+}
+
+/**
+ * A result delivery (a `trigger = 'result'` run, store/queue/receiver-effects.ts) as `GET /v1/jobs/:jobId/result-deliveries`
+ * lists it: the delivery's id and `webhook-id` (`eventId`), the run whose result it carries (`runId`), the event type,
+ * where it goes, and its delivery state; times RFC 3339 UTC with ms.
+ */
+export function resultDeliveryView(r: RunRow) {
+  return {
+    deliveryId: r.id,
+    eventId: r.eventId,
+    runId: r.resultOf,
+    type: ((r.payload as { type?: string } | null)?.type ?? 'run.succeeded') as 'run.succeeded' | 'run.failed',
+    url: (r.callback as { url: string } | null)?.url ?? '',
+    status: r.status as RunStatus,
+    attempts: r.attempts,
+    createdAt: r.createdAt.toISOString(),
+    nextAttemptAt: iso(r.nextAttemptAt),
+    finishedAt: iso(r.finishedAt),
+    responseStatus: r.responseStatus,
+    error: r.error,
   };
 }
 
@@ -75,7 +107,10 @@ export function attemptView(a: AttemptRow) {
     durationMs: a.durationMs,
     responseStatus: a.responseStatus,
     responseBodyExcerpt: a.responseBodyExcerpt,
+    responseHeaders: (a.responseHeaders as Record<string, string> | null) ?? null,
     errorClass: a.errorClass,
     error: a.error,
+    completedAt: iso(a.completedAt),
+    reportedStatus: a.reportedStatus as ReportedStatus | null,
   };
 }

@@ -22,7 +22,9 @@ import { checkCallbackUrl } from '../domain/destination.ts';
 import { parseRetryAfter } from '../domain/retry.ts';
 
 /** Bytes of the response body kept in the attempt log (as RESPONSE_EXCERPT_BYTES in src/dispatch/deliver.ts). */
-export const FETCH_EXCERPT_BYTES = 1024;
+export const FETCH_EXCERPT_BYTES = 4096;
+/** Most bytes of a body kept for `keepBodyBytes` (as RESPONSE_DRAIN_LIMIT_BYTES in src/dispatch/deliver.ts). */
+const FETCH_KEEP_LIMIT_BYTES = 64 * 1024;
 
 /** The `fetch` signature this module needs (the global one fits). */
 export type FetchFn = (input: string, init: RequestInit) => Promise<Response>;
@@ -54,13 +56,25 @@ export function createFetchDeliver(opts: FetchDeliverOptions): Deliver {
     const signal = AbortSignal.timeout(req.timeoutMs);
     try {
       const res = await send(req.url, { method: req.method, headers: req.headers, body: req.body, redirect: 'manual', signal });
-      const bodyExcerpt = await readExcerpt(res, signal);
-      return {
+      const keep = Math.min(req.keepBodyBytes ?? 0, FETCH_KEEP_LIMIT_BYTES);
+      const read = await readBody(res, signal, Math.max(FETCH_EXCERPT_BYTES, keep));
+      const headers: Record<string, string> = {};
+      // `Headers` joins repeated headers with ", " (set-cookie aside, which the log drops anyway).
+      res.headers.forEach((value, name) => {
+        headers[name.toLowerCase()] = value;
+      });
+      const result: HttpResult = {
         kind: 'response',
         status: res.status,
         retryAfterMs: parseRetryAfter(res.headers.get('retry-after'), nowMs()),
-        bodyExcerpt,
+        bodyExcerpt: new TextDecoder().decode(read.bytes.subarray(0, FETCH_EXCERPT_BYTES)),
+        headers,
       };
+      if (keep > 0) {
+        result.body = read.bytes.subarray(0, keep);
+        result.bodyTruncated = read.more || read.bytes.length > keep;
+      }
+      return result;
     } catch (err) {
       return classifyFetchError(err);
     }
@@ -68,11 +82,12 @@ export function createFetchDeliver(opts: FetchDeliverOptions): Deliver {
 }
 
 /**
- * Reads up to FETCH_EXCERPT_BYTES of the body, racing every read against `signal` (not every runtime's fetch aborts
+ * Reads up to `limit` bytes of the body, racing every read against `signal` (not every runtime's fetch aborts
  * a body stream with the request's signal), then cancels the rest without waiting (which also frees the subrequest).
+ * @returns the bytes read (at most `limit`), and `more` when the body did not end within them (or was cut short)
  */
-async function readExcerpt(res: Response, signal: AbortSignal): Promise<string> {
-  if (!res.body) return '';
+async function readBody(res: Response, signal: AbortSignal, limit: number): Promise<{ bytes: Uint8Array; more: boolean }> {
+  if (!res.body) return { bytes: new Uint8Array(0), more: false };
   const reader = res.body.getReader();
   const aborted = new Promise<'aborted'>((resolve) => {
     if (signal.aborted) resolve('aborted');
@@ -82,7 +97,7 @@ async function readExcerpt(res: Response, signal: AbortSignal): Promise<string> 
   let size = 0;
   let done = false;
   try {
-    while (size < FETCH_EXCERPT_BYTES) {
+    while (size < limit) {
       const r = await Promise.race([reader.read(), aborted]);
       if (r === 'aborted') break;
       if (r.done) {
@@ -96,7 +111,7 @@ async function readExcerpt(res: Response, signal: AbortSignal): Promise<string> 
     // A body cut short (timeout, reset) still leaves the status we already have.
   }
   if (!done) void reader.cancel().catch(() => {});
-  const all = new Uint8Array(Math.min(size, FETCH_EXCERPT_BYTES));
+  const all = new Uint8Array(Math.min(size, limit));
   let at = 0;
   for (const c of chunks) {
     const part = c.subarray(0, all.length - at);
@@ -104,7 +119,7 @@ async function readExcerpt(res: Response, signal: AbortSignal): Promise<string> 
     at += part.length;
     if (at >= all.length) break;
   }
-  return new TextDecoder().decode(all);
+  return { bytes: all, more: !done };
 }
 
 /**

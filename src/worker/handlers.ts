@@ -115,7 +115,12 @@ export function createWorkerHandlers(services: WorkerServices = {}): WorkerHandl
           {
             db: database.db,
             clock,
-            keyring: createKeyring(store, { jwtKeyMaxAgeMs: wc.config.jwtKeyMaxAgeMs }),
+            // Async completion needs the Worker's public URL (no port to default to): without CHIME_PUBLIC_URL an async
+            // job's attempts carry no completion headers and end completion_timeout (README "Configuration").
+            keyring: createKeyring(store, {
+              jwtKeyMaxAgeMs: wc.config.jwtKeyMaxAgeMs,
+              ...(wc.config.publicUrl ? { publicUrl: wc.config.publicUrl } : {}),
+            }),
             deliver: createFetchDeliver({
               allowPrivate: wc.config.allowPrivateDestinations,
               ...(services.fetch ? { fetch: services.fetch } : {}),

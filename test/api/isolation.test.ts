@@ -24,6 +24,9 @@ const NOT_TENANT_ROUTES = new Set([
   '/console',
   '/console/*',
   '/v1/tenants',
+  // The receiver's completion routes: the completion token is bound to its run (test/e2e/async-completion.test.ts).
+  '/v1/runs/:runId/completion',
+  '/v1/runs/:runId/heartbeat',
   // The operator's routes (admin token): test/api/admin-tenants.test.ts.
   '/v1/admin/tenants',
   '/v1/admin/tenants/:tenantId',
@@ -218,6 +221,10 @@ const CASES: Record<string, Case> = {
     expect(
       (await a.tenant.api.get('/v1/notification-endpoints')).body.endpoints.map((e: { endpointId: string }) => e.endpointId),
     ).toContain(a.endpointId);
+  },
+  'GET /v1/jobs/:jobId/result-deliveries': async (b, a) => {
+    expectNotFound(await b.api.get(`/v1/jobs/${a.jobId}/result-deliveries`), 'result deliveries');
+    expect((await a.tenant.api.get(`/v1/jobs/${a.jobId}/result-deliveries`)).status).toBe(200);
   },
   'GET /v1/notification-endpoints/:endpointId/deliveries': async (b, a) =>
     expectNotFound(await b.api.get(`/v1/notification-endpoints/${a.endpointId}/deliveries`), 'deliveries'),

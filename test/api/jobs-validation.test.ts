@@ -44,7 +44,7 @@ describe('POST /v1/jobs validation', () => {
       { ...good(), callback: { url: 'http://127.0.0.1:9/', headers: { 'Webhook-Id': 'x', Host: 'y' } } },
       ['callback.headers.Webhook-Id', 'callback.headers.Host'],
     ],
-    ['timeout too long', { ...good(), callback: { url: 'http://127.0.0.1:9/', timeoutMs: 120_000 } }, ['callback.timeoutMs']],
+    ['timeout too long (over 15 min)', { ...good(), callback: { url: 'http://127.0.0.1:9/', timeoutMs: 900_001 } }, ['callback.timeoutMs']],
     [
       'bad success code',
       { ...good(), callback: { url: 'http://127.0.0.1:9/', successStatusCodes: ['6xx', 99] } },
@@ -125,7 +125,9 @@ describe('POST /v1/jobs validation', () => {
       hasAuthToken: true,
       successStatusCodes: ['2xx'],
       timeoutMs: 10000,
+      successBody: null,
     });
+    expect(r.body).toMatchObject({ onSuccess: null, onFailure: null });
     expect(JSON.stringify(r.body)).not.toContain('secret');
     expect(r.body.retry).toEqual({
       strategy: 'exponential',
@@ -378,6 +380,7 @@ describe('every bad field named at once: a schema error and a rule error in one 
       hasAuthToken: false,
       successStatusCodes: [204],
       timeoutMs: 2000,
+      successBody: null,
     });
     await tenant.api.request('DELETE', `/v1/jobs/${made.body.jobId}`);
   });

@@ -20,6 +20,9 @@ const UNSCOPED = new Set([
   'GET /.well-known/jwks.json',
   'GET /openapi.json',
   'POST /v1/tenants',
+  // An async job's receiver: the attempt's completion token, never an API key (src/api/routes/completion.ts).
+  'POST /v1/runs/:runId/completion',
+  'POST /v1/runs/:runId/heartbeat',
   // Operating tenants: the admin token, never an API key (src/api/routes/admin-tenants.ts).
   'GET /v1/admin/tenants',
   'PATCH /v1/admin/tenants/:tenantId',

@@ -16,6 +16,9 @@ import {
 } from '@chime/client';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCipher } from '../../src/store/cipher.ts';
+import { completionToken } from '../../src/store/completion-token.ts';
+import { query } from '../../src/store/db.ts';
 import type { TestTenant } from '../support/api.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { ADMIN_TOKEN } from '../support/chime-process.ts';
@@ -300,6 +303,30 @@ describe.each(DATABASE_TARGETS)('@chime/client over HTTP ($kind)', (target) => {
     expect(err.problem).toMatchObject({ status: 400, errors: err.errors });
     expect(err.message).toContain('400');
     expect(err).toBeInstanceOf(Error);
+  });
+
+  it('an async job: completion in the job; runs.heartbeat and runs.complete with the completion token, not the API key', async () => {
+    const job = await client.jobs.create(jobBody({ completion: { mode: 'async', timeoutMs: 120_000, heartbeatTimeoutMs: 30_000 } }));
+    expect(job.completion).toEqual({ mode: 'async', timeoutMs: 120_000, heartbeatTimeoutMs: 30_000 });
+    const { runId } = await client.jobs.trigger(job.jobId);
+    // As the dispatcher's finish leaves an acknowledged attempt (no dispatcher runs here): awaiting, no lease.
+    const [updated] = await query<{ shard: number }>(
+      app.database.db,
+      sql`update runs set status = 'running', attempts = 1, awaiting_completion = true, next_attempt_at = null,
+            completion_deadline = now() + interval '2 minutes' where id = ${runId} returning shard`,
+    );
+    // The test app's cipher (test/support/app.ts): the token the dispatcher would have sent.
+    const token = await completionToken(await createCipher(new Uint8Array(32).fill(3)), runId, Number(updated!.shard), 1);
+
+    const beat = await client.runs.heartbeat(runId, token, { done: 1 });
+    expect(Date.parse(beat.heartbeatDeadline!)).toBeGreaterThan(Date.now());
+    expect((await client.runs.get(runId)).progress).toEqual({ done: 1 });
+    expect((await chimeError(client.runs.complete(runId, tenant.apiKey, { status: 'succeeded' }))).status).toBe(401);
+    const run = await client.runs.complete(runId, token, { status: 'succeeded', output: { ok: true } });
+    expect(run).toMatchObject({ runId, status: 'succeeded', output: { ok: true }, awaitingCompletion: false });
+    expect((await chimeError(client.runs.complete(runId, token, { status: 'succeeded' }))).status).toBe(409);
+    // The client's own key still works for the tenant's routes.
+    expect((await client.runs.get(runId)).attemptLog[0]).toMatchObject({ reportedStatus: 'succeeded' });
   });
 
   it('an unknown id is a ChimeError 404', async () => {

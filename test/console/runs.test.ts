@@ -3,7 +3,7 @@
  * with its attempts; pause and resume; a dead letter replayed; the dead letters' bulk replays, dismiss and banner,
  * with messages that agree with the list; the runs feed's filters; the lists' order, shown as the column they are
  * sorted by; live lists and their pause control; a one-off whose only run failed, and the last run of any trigger;
- * the usage cards.
+ * the usage cards; an async run awaiting its report, its output and response headers, and a job's result deliveries.
  */
 import { describe, expect, it } from 'vitest';
 import type { TestTenant } from '../support/api.ts';
@@ -386,7 +386,56 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     await expect.poll(() => listedRuns(page)).toContain(second);
   });
 
+  it("an async run: awaiting its report with the deadline, then its output; the attempt's response headers; the job's result deliveries", async () => {
+    const jobId = await h.makeJob(h.a, {
+      name: 'nightly export',
+      schedule: YEARLY,
+      callback: { url: `${h.receiver.url}/accepted` },
+      completion: { mode: 'async', timeoutMs: 3_600_000 },
+      onSuccess: { url: `${h.receiver.url}/results` },
+    });
+    const runId = (await h.a.api.post(`/v1/jobs/${jobId}/trigger`)).body.runId as string;
+    await eventually(async () => (await h.a.api.get(`/v1/runs/${runId}`)).body.awaitingCompletion === true, {
+      what: 'the run to await its report',
+    });
+    const page = await h.newPage();
+    await h.signIn(page, h.a, `/console/runs/${runId}`);
+    await expect.poll(() => fact(page, 'Awaiting completion')).toMatch(/reports its end by/);
+    await page.getByText('Headers (').first().click();
+    expect(await page.locator('table.attempts').textContent()).toContain('x-export-id: exp-7');
+    await h.shot(page, 'run-awaiting');
+
+    const sent = h.receiver.received.find((r) => r.path === '/accepted')!;
+    const report = await fetch(String(sent.headers['chime-completion-url']), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${sent.headers['chime-completion-token']}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ status: 'succeeded', output: { rowsExported: 4242 } }),
+    });
+    expect(report.status).toBe(200);
+    await expect.poll(() => page.locator('#output').textContent()).toContain('"rowsExported": 4242');
+    await expect.poll(() => fact(page, 'Status')).toBe('succeeded');
+    expect(await page.locator('table.attempts').textContent()).toContain('succeeded');
+
+    await page.goto(`${h.url}/console/jobs/${jobId}`);
+    await expect.poll(() => fact(page, 'Completion')).toBe('reported by the receiver, within 1 hour');
+    expect(await fact(page, 'Results to')).toBe(`succeeded runs: ${h.receiver.url}/results`);
+    const deliveries = page.getByRole('region', { name: 'Result deliveries' });
+    await expect.poll(() => deliveries.getByRole('row').count()).toBe(2);
+    expect(await deliveries.textContent()).toContain('run.succeeded');
+    await h.shot(page, 'result-deliveries');
+  });
+
   it('saved a screenshot of every page it shows', () => {
-    expect([...h.shots]).toEqual(expect.arrayContaining(['run', 'dead-letters', 'dead-letters-after', 'runs', 'job-failed-one-off']));
+    expect([...h.shots]).toEqual(
+      expect.arrayContaining([
+        'run',
+        'dead-letters',
+        'dead-letters-after',
+        'runs',
+        'job-failed-one-off',
+        'run-awaiting',
+        'result-deliveries',
+      ]),
+    );
   });
 });

@@ -95,6 +95,8 @@ export function useHarness(target: DatabaseTarget): Harness {
       if (r.path === '/flaky' && !healed) return { status: 500, body: 'flaky is down' };
       if (r.path === '/fail' || down.has(r.path)) return { status: 500, body: 'down' };
       if (r.path === '/markup') return { status: 200, body: RESPONSE_MARKUP };
+      // An async job's receiver: it acknowledges and reports later (API.md "Long-running jobs").
+      if (r.path === '/accepted') return { status: 202, headers: { 'x-export-id': 'exp-7' }, body: 'accepted' };
       return { status: 200, body: 'ok' };
     });
     chime = await startChime({ ...db.env, CHIME_RATE_LIMIT_PER_SECOND: '0' });

@@ -175,6 +175,33 @@ describe('callback delivery error classes', () => {
     }
   });
 
+  it('reports the response headers, and keeps the body to keepBodyBytes when asked (successBody, result routing)', async () => {
+    const body = 'ab'.repeat(40_000); // 80,000 bytes: past the 64 KiB kept
+    const srv = http.createServer((_req, res) => {
+      res.setHeader('Set-Cookie', ['a=1', 'b=2']);
+      res.setHeader('X-Receipt', 'r1');
+      res.writeHead(200, { 'Chime-Control': 'complete' });
+      res.end(body);
+    });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    try {
+      const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/h`;
+      const plain = (await createDeliver(open)(request(url), Date.now)) as Extract<HttpResult, { kind: 'response' }>;
+      expect(plain.headers).toMatchObject({ 'x-receipt': 'r1', 'chime-control': 'complete', 'set-cookie': 'a=1, b=2' });
+      expect(plain.body).toBeUndefined();
+      expect(plain.bodyExcerpt).toBe(body.slice(0, RESPONSE_EXCERPT_BYTES));
+      const kept = (await createDeliver(open)(request(url, { keepBodyBytes: 65_536 }), Date.now)) as Extract<
+        HttpResult,
+        { kind: 'response' }
+      >;
+      expect(Buffer.from(kept.body!).toString()).toBe(body.slice(0, 65_536));
+      expect(kept.bodyTruncated).toBe(true);
+    } finally {
+      srv.closeAllConnections();
+      await new Promise<void>((r) => srv.close(() => r()));
+    }
+  });
+
   it('the timeout counts from the call: a request still waiting for a connection when it is up ends then, as a timeout that sent nothing', async () => {
     receiver.respond = () => ({ status: 200, hang: true });
     // One connection per origin: the second request queues behind the hanging first one.

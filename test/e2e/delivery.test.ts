@@ -35,7 +35,7 @@ type Attempt = {
 type RunDetail = Run & { attemptLog: Attempt[] };
 
 const FINAL = new Set(['succeeded', 'failed', 'expired', 'skipped', 'canceled']);
-/** A response body longer than the 1 KiB the attempt log keeps: the alphabet over and over. */
+/** A response body longer than the 4 KiB the attempt log keeps: the alphabet over and over. */
 const LONG_BODY = Array.from({ length: 5000 }, (_, i) => String.fromCharCode(97 + (i % 26))).join('');
 /** No retry: one attempt decides the run. */
 const NO_RETRY = { strategy: 'none' } as const;
@@ -233,11 +233,11 @@ describe.each(DATABASE_TARGETS)('callback delivery on $kind', (target) => {
     expect(run.attemptLog[0]).toMatchObject({ responseStatus: null, errorClass: 'connection_refused' });
   });
 
-  it('keeps the first 1 KiB of a long response body in the attempt log', async () => {
+  it('keeps the first 4 KiB of a long response body in the attempt log', async () => {
     const jobId = await createJob({ callback: { url: `${receiver.url}/long` } });
     const run = await finalRun(jobId);
     expect(run.status).toBe('succeeded');
-    expect(run.attemptLog[0]!.responseBodyExcerpt).toBe(LONG_BODY.slice(0, 1024));
+    expect(run.attemptLog[0]!.responseBodyExcerpt).toBe(LONG_BODY.slice(0, 4096));
   });
 
   it('expires a run whose retry would start after the relevancy window, after exactly one request', async () => {

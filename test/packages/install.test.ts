@@ -27,7 +27,7 @@ const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 /** Every method of the client, as a user would write them; type-checked only (never run). */
 const SAMPLE = `
 import { createChimeClient, ChimeError, type Job, type Run } from '@chime/client';
-import { verifyWebhook, verifyChimeSignature } from '@chime/receiver';
+import { verifyWebhook, verifyChimeSignature, completionOf, CompletionError } from '@chime/receiver';
 import { chimeWebhook } from '@chime/receiver/hono';
 import { expressWebhook, readRawBody } from '@chime/receiver/node';
 
@@ -53,6 +53,16 @@ export async function everything(): Promise<void> {
   for await (const r of chime.runs.list(job.jobId, { status: 'failed' })) r.runId;
   for await (const r of chime.runs.feed({ status: 'failed' })) r.runId;
   await chime.runs.replay(t.runId);
+  await chime.jobs.create({ ...body, completion: { mode: 'async', timeoutMs: 600_000, heartbeatTimeoutMs: 60_000 } });
+  const beat = await chime.runs.heartbeat(t.runId, 'ct1.token', { step: 1 });
+  beat.completionDeadline.toUpperCase();
+  const reported = await chime.runs.complete(t.runId, 'ct1.token', { status: 'succeeded', output: { rows: 1 } });
+  if (reported.awaitingCompletion) reported.completionDeadline?.toUpperCase();
+  const handle = completionOf({ 'chime-completion-url': 'http://localhost:8080/v1/runs/r/completion', 'chime-completion-token': 't' });
+  if (handle) {
+    await handle.heartbeat({ step: 2 });
+    try { await handle.complete({ status: 'failed', error: 'disk full' }); } catch (e) { if (e instanceof CompletionError) e.status.toFixed(); }
+  }
   for await (const d of chime.deadLetters.list()) d.runId;
   await chime.deadLetters.dismiss(t.runId);
   await chime.deadLetters.replay({ jobId: job.jobId });
@@ -91,6 +101,8 @@ void chime.jobs.create({ schedule: { type: 'delay', delayMs: 1000 } });
 void chime.jobs.list({ status: 'sleeping' });
 // @ts-expect-error a bulk action that does not exist
 void chime.jobs.bulk('delete', { status: 'active' });
+// @ts-expect-error a reported status that does not exist
+void chime.runs.complete('r', 't', { status: 'done' });
 `;
 
 /** The user's app, run with plain node: the whole round trip through the installed packages. */

@@ -118,6 +118,55 @@ describe('chime listen', () => {
     expect(block).toContain('\nnot json'); // a body that is not JSON is printed as is
   });
 
+  it('an async job: --complete-after answers 202 and reports succeeded with the token; without it, 200 and the curl to report', async () => {
+    // Chime's completion route, as far as the listener sees it: records the report, answers the run.
+    const reports: { path: string; authorization: string | undefined; body: string }[] = [];
+    const chime = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c));
+      req.on('end', () => {
+        reports.push({ path: req.url!, authorization: req.headers.authorization, body });
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"succeeded"}');
+      });
+    });
+    await new Promise<void>((r) => chime.listen(0, '127.0.0.1', r));
+    const completionUrl = `http://127.0.0.1:${(chime.address() as AddressInfo).port}/v1/runs/run-long/completion`;
+    const headers = (id: string) => ({
+      ...callbackHeaders(SECRET, '{}', { id }),
+      'chime-run-id': id,
+      'chime-completion-url': completionUrl,
+      'chime-completion-token': 'ct1.0.1.token',
+    });
+    try {
+      const cap = capture();
+      listener = await runListen({ port: 0, secrets: [SECRET], out: cap.out, completeAfterMs: 50 });
+      const r = await fetch(`${listener.url}/export`, { method: 'POST', headers: headers('run-long'), body: '{}' });
+      expect(r.status).toBe(202);
+      expect(blockOf(cap.text(), 'run-long')).toMatch(/completion: +answered 202; reporting succeeded in 50 ms to http/);
+      const deadline = Date.now() + 10_000;
+      while (!cap.text().includes('<-- run run-long') && Date.now() < deadline) await new Promise((res) => setTimeout(res, 20));
+      expect(cap.text()).toContain('<-- run run-long: reported succeeded after 50 ms; the run is succeeded');
+      expect(reports).toEqual([
+        {
+          path: '/v1/runs/run-long/completion',
+          authorization: 'Bearer ct1.0.1.token',
+          body: JSON.stringify({ status: 'succeeded', output: { completedBy: 'chime listen', afterMs: 50 } }),
+        },
+      ]);
+      await listener.close();
+
+      const cap2 = capture();
+      listener = await runListen({ port: 0, secrets: [SECRET], out: cap2.out });
+      const plain = await fetch(`${listener.url}/export`, { method: 'POST', headers: headers('run-by-hand'), body: '{}' });
+      expect(plain.status).toBe(200);
+      expect(blockOf(cap2.text(), 'run-by-hand')).toContain(`curl -X POST ${completionUrl} -H 'authorization: Bearer ct1.0.1.token'`);
+      expect(reports).toHaveLength(1);
+    } finally {
+      chime.closeAllConnections();
+      await new Promise<void>((r) => chime.close(() => r()));
+    }
+  });
+
   it('refuses a mistyped secret before listening', async () => {
     await expect(runListen({ port: 0, secrets: ['whsec_not base64!'], out: capture().out })).rejects.toThrow(TypeError);
   });

@@ -33,11 +33,14 @@ describe('against msw', () => {
     server.use(
       http.all('https://hooks.example.com/cb', async ({ request: r }) => {
         seen = { method: r.method, url: r.url, headers: Object.fromEntries(r.headers), body: await r.text() };
-        return new HttpResponse('accepted', { status: 202 });
+        return new HttpResponse('accepted', { status: 202, headers: { 'X-Receipt': 'r1', 'Chime-Control': 'pause' } });
       }),
     );
     const result = await deliver(request({ method: 'PUT' }), () => NOW);
-    expect(result).toEqual({ kind: 'response', status: 202, retryAfterMs: null, bodyExcerpt: 'accepted' });
+    // The response's headers too (names lower-cased), for the attempt log and Chime-Control; no body kept unless asked.
+    expect(result).toMatchObject({ kind: 'response', status: 202, retryAfterMs: null, bodyExcerpt: 'accepted' });
+    expect(result.kind === 'response' && result.headers).toMatchObject({ 'x-receipt': 'r1', 'chime-control': 'pause' });
+    expect(result.kind === 'response' && result.body).toBeUndefined();
     expect(seen).toMatchObject({ method: 'PUT', url: 'https://hooks.example.com/cb?x=1', body: '{"a":1}' });
     expect(seen!.headers).toMatchObject({ 'webhook-id': 'run-1', 'x-team': 'ops', 'content-type': 'application/json' });
   });
@@ -86,8 +89,17 @@ describe('against msw', () => {
     expect(await deliver(request(), () => NOW)).toMatchObject({ status: 429, retryAfterMs: 90_000 });
   });
 
-  it('keeps the first 1 KiB of a long body, decoded as UTF-8', async () => {
-    const long = 'é'.repeat(5000); // 2 bytes each: 1024 bytes = 512 characters
+  it('keeps the body up to keepBodyBytes when asked (successBody, result routing), and says when it went on', async () => {
+    const long = 'x'.repeat(70_000);
+    server.use(http.post('https://hooks.example.com/cb', () => new HttpResponse(long, { status: 200 })));
+    const result = await deliver({ ...request(), keepBodyBytes: 65_536 }, () => NOW);
+    expect(result.kind === 'response' && result.body?.length).toBe(65_536);
+    expect(result.kind === 'response' && result.bodyTruncated).toBe(true);
+    expect(result.kind === 'response' && result.bodyExcerpt.length).toBe(FETCH_EXCERPT_BYTES);
+  });
+
+  it('keeps the first 4 KiB of a long body, decoded as UTF-8', async () => {
+    const long = 'é'.repeat(5000); // 2 bytes each: 4096 bytes = 2048 characters
     server.use(http.post('https://hooks.example.com/cb', () => new HttpResponse(long, { status: 500 })));
     const result = await deliver(request(), () => NOW);
     expect(result).toMatchObject({ kind: 'response', status: 500 });
@@ -118,7 +130,7 @@ describe('against msw', () => {
       }),
     );
     const result = await deliver(request({ timeoutMs: 300 }), () => NOW);
-    expect(result).toEqual({ kind: 'response', status: 200, retryAfterMs: null, bodyExcerpt: 'partial' });
+    expect(result).toMatchObject({ kind: 'response', status: 200, retryAfterMs: null, bodyExcerpt: 'partial' });
   });
 
   it('a network error is a connection error that may have been sent', async () => {

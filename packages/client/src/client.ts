@@ -163,6 +163,22 @@ export function createChimeClient(options: ChimeClientOptions): ChimeClient {
             },
           }),
         ),
+      complete: (runId, token, report) =>
+        send('POST /v1/runs/{runId}/completion', () =>
+          raw.POST('/v1/runs/{runId}/completion', {
+            params: { path: { runId: param('runId', runId) } },
+            body: report,
+            headers: { authorization: `Bearer ${param('token', token)}` },
+          }),
+        ),
+      heartbeat: (runId, token, progress) =>
+        send('POST /v1/runs/{runId}/heartbeat', () =>
+          raw.POST('/v1/runs/{runId}/heartbeat', {
+            params: { path: { runId: param('runId', runId) } },
+            body: progress === undefined ? {} : { progress },
+            headers: { authorization: `Bearer ${param('token', token)}` },
+          }),
+        ),
     },
     deadLetters: {
       list: (query = {}) =>

@@ -1679,6 +1679,171 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{runId}/completion": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report the end of an async job's attempt (the receiver, with the attempt's completion token)
+         * @description `succeeded` ends the run `succeeded`; `failed` fails the attempt with `error` and the retry policy decides. `output` (≤ 16 KiB as JSON) becomes the run's `output`. A second report of the attempt → 409 (the first stands); a wrong or stale token → 401.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    runId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["CompletionReport"];
+                };
+            };
+            responses: {
+                /** @description The run, as it now is */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Run"];
+                    };
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Conflict */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/runs/{runId}/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Tell Chime an async job's attempt is still at work (the receiver, with the attempt's completion token)
+         * @description Postpones the heartbeat deadline (now + `completion.heartbeatTimeoutMs`); `progress` (≤ 1 KiB as JSON) is shown on the run. A wrong or stale token → 401; an attempt no longer awaited → 409.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    runId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["Heartbeat"];
+                };
+            };
+            responses: {
+                /** @description The deadlines: the report is due by `completionDeadline`, the next heartbeat by `heartbeatDeadline` (null: none needed) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            completionDeadline: string;
+                            heartbeatDeadline: string | null;
+                        };
+                    };
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Conflict */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/usage": {
         parameters: {
             query?: never;
@@ -1923,6 +2088,77 @@ export interface paths {
                     content: {
                         "application/json": {
                             deliveries: components["schemas"]["NotificationDelivery"][];
+                            nextCursor: string | null;
+                        };
+                    };
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{jobId}/result-deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A job's result deliveries (to onSuccess / onFailure), newest first, with their status and last error */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    jobId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of result deliveries */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deliveries: components["schemas"]["ResultDelivery"][];
                             nextCursor: string | null;
                         };
                     };
@@ -2441,7 +2677,7 @@ export interface components {
             /** @enum {string} */
             status: "active" | "paused" | "completed" | "canceled";
             /** @enum {string|null} */
-            pausedReason: "manual" | "gone" | "consecutive_failures" | null;
+            pausedReason: "manual" | "gone" | "consecutive_failures" | "receiver" | null;
             pauseAfterFailures: number;
             consecutiveFailures: number;
             schedule: components["schemas"]["Schedule"];
@@ -2455,6 +2691,12 @@ export interface components {
                 hasAuthToken: boolean;
                 successStatusCodes: (number | string)[];
                 timeoutMs: number;
+                successBody: {
+                    contains: string;
+                } | {
+                    jsonPointer: string;
+                    equals?: unknown;
+                } | null;
             };
             payload?: unknown;
             retry: components["schemas"]["RetryPolicy"];
@@ -2468,6 +2710,18 @@ export interface components {
             jitterMs: number;
             metadata: {
                 [key: string]: string;
+            };
+            onSuccess: {
+                url: string;
+            } | null;
+            onFailure: {
+                url: string;
+            } | null;
+            completion: {
+                /** @enum {string} */
+                mode: "response" | "async";
+                timeoutMs?: number;
+                heartbeatTimeoutMs?: number;
             };
             nextRunAt: string | null;
             lastRunAt: string | null;
@@ -2594,6 +2848,9 @@ export interface components {
             jitterMs?: number;
             key?: string;
             pauseAfterFailures?: number;
+            completion?: components["schemas"]["Completion"];
+            onSuccess?: components["schemas"]["ResultRoute"];
+            onFailure?: components["schemas"]["ResultRoute"];
             metadata?: {
                 [key: string]: string;
             };
@@ -2624,7 +2881,24 @@ export interface components {
             successStatusCodes?: (number | string)[];
             /** @default 10000 */
             timeoutMs?: number;
+            successBody?: components["schemas"]["SuccessBody"];
         };
+        /** @description A success status whose body does not match fails the attempt (`body_mismatch`): the body (its first 64 KiB, as UTF-8) contains `contains`, or parses as JSON with `equals` at the RFC 6901 `jsonPointer`. */
+        SuccessBody: {
+            contains: string;
+        } | {
+            jsonPointer: string;
+            equals: unknown;
+        };
+        Completion: {
+            /** @enum {string} */
+            mode: "response" | "async";
+            timeoutMs?: number;
+            heartbeatTimeoutMs?: number;
+        };
+        ResultRoute: {
+            url: string;
+        } | null;
         Run: {
             /** Format: uuid */
             runId: string;
@@ -2632,7 +2906,7 @@ export interface components {
             jobId: string;
             scheduledFor: string;
             /** @enum {string} */
-            trigger: "schedule" | "manual" | "replay" | "notification";
+            trigger: "schedule" | "manual" | "replay" | "notification" | "result";
             /** @enum {string} */
             status: "scheduled" | "running" | "retrying" | "succeeded" | "failed" | "expired" | "skipped" | "canceled";
             attempts: number;
@@ -2642,6 +2916,11 @@ export interface components {
             responseStatus: number | null;
             error: string | null;
             dismissedAt: string | null;
+            awaitingCompletion: boolean;
+            completionDeadline: string | null;
+            lastHeartbeatAt: string | null;
+            progress?: unknown;
+            output?: unknown;
         };
         JobPatch: {
             paused?: boolean;
@@ -2663,6 +2942,7 @@ export interface components {
                 authToken?: string | null;
                 successStatusCodes?: (number | string)[];
                 timeoutMs?: number;
+                successBody?: components["schemas"]["SuccessBody"];
             };
             payload?: unknown;
             retry?: components["schemas"]["RetryPolicy"];
@@ -2675,6 +2955,9 @@ export interface components {
             catchUp?: "one" | "all" | "none";
             jitterMs?: number;
             pauseAfterFailures?: number;
+            completion?: components["schemas"]["Completion"];
+            onSuccess?: components["schemas"]["ResultRoute"];
+            onFailure?: components["schemas"]["ResultRoute"];
             metadata?: {
                 [key: string]: string;
             };
@@ -2686,8 +2969,23 @@ export interface components {
             durationMs: number | null;
             responseStatus: number | null;
             responseBodyExcerpt: string | null;
+            responseHeaders: {
+                [key: string]: string;
+            } | null;
             errorClass: string | null;
             error: string | null;
+            completedAt: string | null;
+            /** @enum {string|null} */
+            reportedStatus: "succeeded" | "failed" | null;
+        };
+        CompletionReport: {
+            /** @enum {string} */
+            status: "succeeded" | "failed";
+            output?: unknown;
+            error?: string;
+        };
+        Heartbeat: {
+            progress?: unknown;
         };
         Usage: {
             /**
@@ -2745,6 +3043,25 @@ export interface components {
             /** @enum {string} */
             type: "run.failed" | "run.expired" | "job.paused" | "job.completed";
             status: string;
+            attempts: number;
+            createdAt: string;
+            nextAttemptAt: string | null;
+            finishedAt: string | null;
+            responseStatus: number | null;
+            error: string | null;
+        };
+        ResultDelivery: {
+            /** Format: uuid */
+            deliveryId: string;
+            /** Format: uuid */
+            eventId: string | null;
+            /** Format: uuid */
+            runId: string | null;
+            /** @enum {string} */
+            type: "run.succeeded" | "run.failed";
+            url: string;
+            /** @enum {string} */
+            status: "scheduled" | "running" | "retrying" | "succeeded" | "failed" | "expired" | "skipped" | "canceled";
             attempts: number;
             createdAt: string;
             nextAttemptAt: string | null;

@@ -13,10 +13,12 @@ import type {
   BulkAction,
   BulkActionResult,
   CallerTenant,
+  CompletionReport,
   CreatedApiKey,
   CreatedTenant,
   DeadLetterReplayFilter,
   DeadLetterReplayResult,
+  HeartbeatAnswer,
   Job,
   JobFilter,
   JobInput,
@@ -168,6 +170,22 @@ export interface ChimeClient {
      * @throws ChimeError 404, 409 (canceled job, or the key used for another request)
      */
     replay(runId: string, options?: IdempotencyOptions): Promise<TriggerResult>;
+    /**
+     * `POST /v1/runs/:runId/completion`, as an async job's receiver: reports the end of the attempt whose
+     * `Chime-Completion-Token` is `token` (sent instead of the API key; the client's `apiKey` is not used).
+     * `succeeded` ends the run; `failed` fails the attempt with `error` and the job's retry policy decides.
+     * Not retried after `429`/`503` (a report is recorded once: a retry after a lost answer meets `409`).
+     * @returns the run as it now is
+     * @throws ChimeError 400 (`output` over 16 KiB), 401 (a wrong or stale token), 404, 409 (already reported, or timed out)
+     */
+    complete(runId: string, token: string, report: CompletionReport): Promise<Run>;
+    /**
+     * `POST /v1/runs/:runId/heartbeat`, as an async job's receiver: postpones the attempt's heartbeat deadline;
+     * `progress` (any JSON ≤ 1 KiB) is shown on the run. Authenticated by the completion `token` alone.
+     * @returns `{ completionDeadline, heartbeatDeadline }` (RFC 3339 UTC; `heartbeatDeadline` null when none is needed)
+     * @throws ChimeError 400, 401, 404, 409 (the attempt is no longer awaited)
+     */
+    heartbeat(runId: string, token: string, progress?: unknown): Promise<HeartbeatAnswer>;
   };
   deadLetters: {
     /**

@@ -41,6 +41,12 @@ export type Run = Schemas['Run'];
 export type RunStatus = Run['status'];
 /** One HTTP request of a run. */
 export type Attempt = Schemas['Attempt'];
+/** A job's `completion`: `{ mode: 'response' }` (default) or `{ mode: 'async', timeoutMs?, heartbeatTimeoutMs? }`. */
+export type Completion = Schemas['Completion'];
+/** An async job's receiver's report of an attempt's end (`POST /v1/runs/:runId/completion`). */
+export type CompletionReport = Schemas['CompletionReport'];
+/** `{ completionDeadline, heartbeatDeadline }` of `POST /v1/runs/:runId/heartbeat`. */
+export type HeartbeatAnswer = ResponseBody<'/v1/runs/{runId}/heartbeat', 'post', 200>;
 /** A run with its attempts (`GET /v1/runs/:runId`). */
 export type RunWithAttempts = ResponseBody<'/v1/runs/{runId}', 'get', 200>;
 /** `{ runId }` of the run a trigger or a replay made. */
@@ -74,6 +80,12 @@ export type NotificationEndpoint = Schemas['NotificationEndpoint'];
 export type NotificationEndpointInput = Schemas['NotificationEndpointInput'];
 export type NotificationDelivery = Schemas['NotificationDelivery'];
 export type EventType = NotificationEndpoint['events'][number];
+/** A run's result posted to its job's `onSuccess` / `onFailure` (`GET /v1/jobs/:jobId/result-deliveries`). */
+export type ResultDelivery = Schemas['ResultDelivery'];
+/** `onSuccess` / `onFailure`: where a run's result is posted. */
+export type ResultRoute = Schemas['ResultRoute'];
+/** `callback.successBody`: `{ contains }` or `{ jsonPointer, equals }` (RFC 6901). */
+export type SuccessBody = Schemas['SuccessBody'];
 
 /** `?limit=&cursor=`: the page size (1..100, default 50) and where to start. */
 export type PageQuery = { limit?: number; cursor?: string };

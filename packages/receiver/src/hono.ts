@@ -16,6 +16,7 @@
  * ```
  */
 import type { MiddlewareHandler } from 'hono';
+import { type ChimeCompletion, completionOf } from './completion.ts';
 import type { VerifiedWebhook } from './result.ts';
 import { checkVerifyAllOptions, helperUrl, type VerifyAllOptions, verifyAll } from './verify-all.ts';
 
@@ -32,8 +33,12 @@ export type ChimeWebhookOptions = Omit<VerifyAllOptions, 'nowMs'> & {
   url?: string | URL;
 };
 
-/** The context variable the middleware sets: `c.get('chimeWebhook')` is `{ ok: true, id, timestamp }`. */
-export type ChimeWebhookVariables = { chimeWebhook: VerifiedWebhook };
+/**
+ * The context variables the middleware sets: `c.get('chimeWebhook')` is `{ ok: true, id, timestamp }`;
+ * `c.get('chimeCompletion')` is the attempt's completion handle (`completionOf`: `url`, `token`, `complete(result)`,
+ * `heartbeat(progress?)`) for an async job's attempt, null otherwise.
+ */
+export type ChimeWebhookVariables = { chimeWebhook: VerifiedWebhook; chimeCompletion: ChimeCompletion | null };
 /** A Hono `Env` with `ChimeWebhookVariables`: `new Hono<ChimeWebhookEnv>()` types `c.get('chimeWebhook')`. */
 export type ChimeWebhookEnv = { Variables: ChimeWebhookVariables };
 
@@ -53,6 +58,7 @@ export function chimeWebhook(opts: ChimeWebhookOptions): MiddlewareHandler<Chime
     const result = await verifyAll({ headers: c.req.raw.headers, body, url }, opts);
     if (!result.ok) return c.json({ reason: result.reason }, 401);
     c.set('chimeWebhook', result);
+    c.set('chimeCompletion', completionOf(c.req.raw.headers));
     await next();
   };
 }

@@ -5,7 +5,9 @@
  *   `webhook-signature`: HMAC-SHA256 under the tenant's `whsec_…` secret; several secrets during a rotation);
  * - `verifyChimeSignature(request, { jwksUrl })`: the `Chime-Signature` JWT against the service's JWKS, bound to the
  *   receiver's URL and the body;
- * - `verifyAll(request, { secrets, jwksUrl? })`: both.
+ * - `verifyAll(request, { secrets, jwksUrl? })`: both;
+ * - `completionOf(headers)`: an async job's attempt's `Chime-Completion-Url` and `-Token` with `complete(result)` and
+ *   `heartbeat(progress?)` (API.md "Long-running jobs"); null for other jobs.
  *
  * Each resolves to `{ ok: true, id, timestamp }` or `{ ok: false, reason }` and never rejects for a forged request.
  * WebCrypto only, no `node:` module: Node ≥ 20, Workers, Deno, Bun. Framework helpers live in subpaths, so this entry
@@ -24,6 +26,16 @@ export {
   JWT_ISSUER,
   verifyChimeSignature,
 } from './chime-signature.ts';
+export {
+  type ChimeCompletion,
+  COMPLETION_TOKEN_HEADER,
+  COMPLETION_URL_HEADER,
+  CompletionError,
+  type CompletionOptions,
+  type CompletionResult,
+  completionOf,
+  type HeartbeatAnswer,
+} from './completion.ts';
 export type { HeadersLike } from './internal.ts';
 export type { VerificationFailure, VerifiedWebhook, VerifyResult } from './result.ts';
 export {

@@ -16,6 +16,7 @@
  * No `node:` import and no `@types/node`: the request and response are described structurally (`NodeRequestLike`,
  * `NodeResponseLike`), which Node's `IncomingMessage`/`ServerResponse` and Express's `Request`/`Response` satisfy.
  */
+import { type ChimeCompletion, completionOf } from './completion.ts';
 import type { VerifiedWebhook, VerifyResult } from './result.ts';
 import { checkVerifyAllOptions, helperUrl, type VerifyAllOptions, verifyAll } from './verify-all.ts';
 
@@ -39,6 +40,11 @@ export interface NodeRequestLike extends BodyStreamLike {
   chimeWebhook?: VerifiedWebhook;
   /** Set by `expressWebhook` on success: the raw body text that verified. */
   rawBody?: string;
+  /**
+   * Set by `expressWebhook` on success: an async job's attempt's completion handle (`completionOf`: `url`, `token`,
+   * `complete(result)`, `heartbeat(progress?)`); null for a job whose response decides the run.
+   */
+  chimeCompletion?: ChimeCompletion | null;
 }
 
 /** The part of Node's `http.ServerResponse` (or Express's `Response`) `expressWebhook` uses to answer 401. */
@@ -146,6 +152,11 @@ export function expressWebhook(
     if (!result.ok) return answer(res, 401, result.reason);
     req.chimeWebhook = result;
     req.rawBody = body;
+    try {
+      req.chimeCompletion = completionOf(req.headers);
+    } catch (err) {
+      return next(err);
+    }
     next();
   };
 }

@@ -4,6 +4,7 @@
  */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
+import { normalizeCompletion } from '../../domain/completion.ts';
 import { isUuid } from '../../domain/ids.ts';
 import type { CallbackSpec } from '../../domain/job.ts';
 import { resolveRetryPolicy } from '../../domain/retry.ts';
@@ -17,11 +18,12 @@ import { createJob, getJobByKey, JobKeyTakenError, type JobRow } from '../../sto
 import { getRun } from '../../store/runs.ts';
 import type { AppDeps, AppEnv } from '../env.ts';
 import { everyFieldHook } from '../every-field-hook.ts';
-import { fieldOf, jobRuleErrors, scheduleFieldErrors, toJobSpec, validateCallback, validFields } from '../job-input.ts';
+import { fieldOf, jobRuleErrors, resultRouteErrors, scheduleFieldErrors, toJobSpec, validateCallback, validFields } from '../job-input.ts';
 import { emptyBody } from '../json-guard.ts';
 import { ApiError, type FieldError, validationError } from '../problems.ts';
 import {
   CallbackPatchSchema,
+  CompletionSchema,
   IdempotencyKeyHeaders,
   JobBodySchema,
   JobKeySchema,
@@ -30,6 +32,7 @@ import {
   MAX_METADATA_PAIRS,
   MAX_PAUSE_AFTER_FAILURES,
   MAX_RELEVANCY_WINDOW_MS,
+  ResultRouteSchema,
   RetrySchema,
   ScheduleSchema,
 } from '../schemas.ts';
@@ -53,6 +56,10 @@ const JobPatchSchema = z
     catchUp: z.enum(CATCH_UP_POLICIES).optional(),
     jitterMs: z.number().int().min(0).max(MAX_JITTER_MS).optional(),
     pauseAfterFailures: z.number().int().min(0).max(MAX_PAUSE_AFTER_FAILURES).optional(),
+    completion: CompletionSchema.optional(),
+    /** null: no longer routed. */
+    onSuccess: ResultRouteSchema.nullable().optional(),
+    onFailure: ResultRouteSchema.nullable().optional(),
     metadata: z
       .record(z.string().min(1).max(64), z.string().max(512))
       .refine((m) => Object.keys(m).length <= MAX_METADATA_PAIRS, `at most ${MAX_METADATA_PAIRS} pairs`)
@@ -93,6 +100,9 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
         if (body.callback.authToken !== undefined) changes.authToken = body.callback.authToken;
       }
       if (body.retry) changes.retry = resolveRetryPolicy({ ...(job.retry as object), ...body.retry });
+      // A replacement, not a merge: `{ "mode": "async" }` alone means the default timeout and no heartbeat. It applies
+      // to attempts that start after the change; a run already awaiting keeps its deadlines.
+      if (body.completion) changes.completion = normalizeCompletion(body.completion);
       for (const k of [
         'paused',
         'name',
@@ -104,6 +114,8 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
         'jitterMs',
         'metadata',
         'pauseAfterFailures',
+        'onSuccess',
+        'onFailure',
       ] as const) {
         if (body[k] !== undefined) (changes as Record<string, unknown>)[k] = body[k];
       }
@@ -260,6 +272,7 @@ async function patchRuleErrors(raw: unknown, job: JobRow | null, deps: AppDeps, 
       errors.push(...(await validateCallback(patch, Boolean(patch.authToken), payload, deps)));
     }
   }
+  errors.push(...(await resultRouteErrors({ onSuccess: fieldOf(raw, 'onSuccess'), onFailure: fieldOf(raw, 'onFailure') }, deps)));
   return errors;
 }
 

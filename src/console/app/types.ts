@@ -4,6 +4,7 @@
  */
 import type { z } from 'zod';
 import type { AuditEntrySchema } from '../../api/routes/audit-log.ts';
+import type { ResultDeliverySchema } from '../../api/routes/result-deliveries.ts';
 import type { ApiKeySchema, CallerTenantSchema, SigningSecretRotationSchema } from '../../api/routes/tenants.ts';
 import type { UsageSchema } from '../../api/routes/usage.ts';
 import type { AttemptSchema, JobBodySchema, JobSchema, RunSchema, ScheduleSchema } from '../../api/schemas.ts';
@@ -21,6 +22,8 @@ export type Tenant = z.infer<typeof CallerTenantSchema>;
 export type CreatedKey = ApiKey & { key: string };
 /** `POST /v1/signing-secrets/rotate`: the new secret (shown once) and the end of the previous one's overlap. */
 export type Rotated = z.infer<typeof SigningSecretRotationSchema>;
+/** A job's result delivery (`GET /v1/jobs/:jobId/result-deliveries`). */
+export type ResultDelivery = z.infer<typeof ResultDeliverySchema>;
 /** An entry of `GET /v1/audit-log`. */
 export type AuditEntry = z.infer<typeof AuditEntrySchema>;
 /** `GET /v1/usage`. */

@@ -10,6 +10,7 @@
 import type { ClaimedRun } from '../../domain/claimed-run.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { Db } from '../../store/db.ts';
+import { reapOverdueCompletions } from '../../store/queue/reap-completions.ts';
 import { reapExpiredLeases } from '../../store/queue/reap-leases.ts';
 import { renewLeases } from '../../store/queue/renew-leases.ts';
 import type { EngineLogger } from './logger.ts';
@@ -48,7 +49,8 @@ export interface LeaseKeeper {
 
 /**
  * Reaps every expired lease now (any dispatcher's), bucket by bucket: a failing bucket is logged and the others are
- * reaped. The lease keeper's step and the Workers tick's.
+ * reaped; then fails the awaited attempts of async jobs past their deadline (`completion_timeout`). The lease keeper's
+ * step and the Workers tick's.
  * @returns how many runs it gave back or failed @throws the driver's error when the database is down
  */
 export async function reapOnce(deps: Pick<LeaseKeeperDeps, 'db' | 'clock' | 'logger'>): Promise<number> {
@@ -56,7 +58,12 @@ export async function reapOnce(deps: Pick<LeaseKeeperDeps, 'db' | 'clock' | 'log
     deps.logger.error({ err, shard }, 'reaping failed in one bucket; the others were reaped'),
   );
   if (n > 0) deps.logger.warn({ runs: n }, 'reclaimed runs whose lease expired');
-  return n;
+  // Runs awaiting a receiver's report hold no lease: their deadlines are reaped here too (reap-completions.ts).
+  const late = await reapOverdueCompletions(deps.db, deps.clock.now(), undefined, (shard, err) =>
+    deps.logger.error({ err, shard }, 'failing overdue completions failed in one bucket; the others were done'),
+  );
+  if (late > 0) deps.logger.info({ runs: late }, 'failed attempts whose completion report was overdue (completion_timeout)');
+  return n + late;
 }
 
 /** Creates a keeper; nothing runs before `start()` or `round()`. */

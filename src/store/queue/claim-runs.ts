@@ -13,11 +13,12 @@
 import { sql } from 'drizzle-orm';
 import { decideClaim } from '../../domain/claim-plan.ts';
 import type { ClaimedRun } from '../../domain/claimed-run.ts';
+import { asyncCompletionOf } from '../../domain/completion.ts';
 import { DESTINATION_PATTERN } from '../../domain/destination.ts';
-import type { EventSeed } from '../../domain/events.ts';
+import { EVENT_DELIVERY_RETRY, EVENT_DELIVERY_WINDOW_MS, type EventSeed } from '../../domain/events.ts';
 import { type BucketDue, type BucketShare, Rotation, shareClaim, shareLeftover } from '../../domain/fair-share.ts';
 import { newId } from '../../domain/ids.ts';
-import type { CallbackSpec } from '../../domain/job.ts';
+import type { CallbackSpec, ResultRoute } from '../../domain/job.ts';
 import type { RetryPolicy } from '../../domain/retry.ts';
 import type { Schedule } from '../../domain/schedule.ts';
 import { jitterOffsetMs } from '../../domain/schedule.ts';
@@ -59,6 +60,10 @@ type Row = {
   catch_up: CatchUpPolicy;
   jitter_ms: number;
   trace_parent: string | null;
+  on_success: ResultRoute | null;
+  on_failure: ResultRoute | null;
+  /** The job's `completion` as stored (src/domain/completion.ts `asyncCompletionOf`). */
+  completion: unknown;
   /** The run's tenant: its status and `callbacksPerDay` override (hold-runs.ts `tenantOfRun`). */
   tenant: HoldCandidate['tenant'];
 };
@@ -104,7 +109,7 @@ function dueRuns(shard: number, horizonIso: string, limit: number, skip: string[
            where shard = ${shard} and status in ('scheduled', 'retrying') and next_attempt_at <= ${horizonIso}::timestamptz
            order by next_attempt_at offset ${SKIP_WINDOW - 1} limit 1),
           ${horizonIso}::timestamptz)
-        and (select coalesce(lower(substring(wj.callback->>'url' from ${DESTINATION_PATTERN}::text)), '') from jobs wj
+        and (select coalesce(lower(substring(coalesce(w.callback, wj.callback)->>'url' from ${DESTINATION_PATTERN}::text)), '') from jobs wj
              where wj.shard = ${shard} and wj.id = w.job_id)
             <> all(select value from jsonb_array_elements_text(${JSON.stringify(skip)}::jsonb))
       order by next_attempt_at limit ${limit} for update skip locked`;
@@ -141,15 +146,16 @@ export function claimStatement(o: ClaimOptions & { shard: number }) {
               -- A run claimed ahead of its time (horizon) is held from its due time on. The sum is taken in UTC
               -- (timestamp + interval, immutable): Citus refuses timestamptz + interval (stable) over columns in an UPDATE.
               lease_expires_at = ((greatest(${now}::timestamptz, due.next_attempt_at) at time zone 'UTC')
-                + (coalesce((j.callback->>'timeoutMs')::int, 10000) + ${o.leaseMarginMs}::int) * interval '1 millisecond') at time zone 'UTC',
+                + (coalesce((coalesce(r.callback, j.callback)->>'timeoutMs')::int, 10000) + ${o.leaseMarginMs}::int) * interval '1 millisecond') at time zone 'UTC',
               attempts = r.attempts + 1, next_attempt_at = null,
               started_at = coalesce(r.started_at, greatest(${now}::timestamptz, due.next_attempt_at))
           from due, jobs j
           where r.shard = ${o.shard} and r.id = due.id and j.shard = ${o.shard} and j.id = r.job_id
           returning r.id, r.job_id, r.tenant_id, r.scheduled_for, r.trigger, r.attempts, r.lease_expires_at, due.next_attempt_at as due_at,
-                    j.status as job_status, j.schedule, j.callback, j.auth_token_enc, coalesce(r.payload, j.payload) as payload, r.event_id, j.retry,
+                    j.status as job_status, j.schedule, coalesce(r.callback, j.callback) as callback, j.auth_token_enc,
+                    coalesce(r.payload, j.payload) as payload, r.event_id, j.retry,
                     j.relevancy_window_ms, j.delivery_mode, j.overlap_policy, j.catch_up, j.jitter_ms,
-                    j.trace_parent, ${tenantOfRun(o.shard)}`;
+                    j.trace_parent, j.on_success, j.on_failure, j.completion, ${tenantOfRun(o.shard)}`;
 }
 
 /** How a claim across buckets shares itself out (`claimRuns`). */
@@ -223,7 +229,8 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
     const nextRuns: (typeof runs.$inferInsert)[] = [];
     const deliver: ClaimedRun[] = [];
     const events: EventSeed[] = [];
-    for (const r of rows) {
+    for (const raw of rows) {
+      const r = raw.trigger === RUN_TRIGGER.result ? asResultDelivery(raw) : raw;
       const scheduledForMs = ms(r.scheduled_for);
       const d = decideClaim(
         {
@@ -258,7 +265,7 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
       if (d.advances && d.nextMs === null) events.push({ type: 'job.completed', tenantId: r.tenant_id, jobId: r.job_id });
       if (d.outcome !== RUN_STATUS.running) {
         ended.push({ id: r.id, status: d.outcome, error: d.reason });
-        if (d.outcome === RUN_STATUS.expired && r.trigger !== RUN_TRIGGER.notification) {
+        if (d.outcome === RUN_STATUS.expired && r.trigger !== RUN_TRIGGER.notification && r.trigger !== RUN_TRIGGER.result) {
           events.push({ type: 'run.expired', tenantId: r.tenant_id, jobId: r.job_id, runId: r.id });
         }
         continue;
@@ -281,6 +288,9 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
         relevancyWindowMs: r.relevancy_window_ms,
         deliveryMode: r.delivery_mode,
         jobTraceParent: r.trace_parent,
+        onSuccess: r.on_success,
+        onFailure: r.on_failure,
+        completion: asyncCompletionOf(r.completion),
       });
     }
 
@@ -299,6 +309,25 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
     await recordEvents(tx, events, o.nowMs, endpoints);
     return { deliver, taken: claimedRows.length };
   });
+}
+
+/**
+ * A result delivery (`trigger = 'result'`) as the claim sends it: its own callback (the claim statement already took
+ * `runs.callback` over the job's) and body, retried as notification events are (EVENT_DELIVERY_RETRY within
+ * EVENT_DELIVERY_WINDOW_MS, at least once), without the job's auth token (a secret for the job's receiver, not for
+ * the result's destination) and without result routes of its own (a delivery's end routes nothing).
+ */
+function asResultDelivery(r: Row): Row {
+  return {
+    ...r,
+    auth_token_enc: null,
+    retry: EVENT_DELIVERY_RETRY,
+    relevancy_window_ms: EVENT_DELIVERY_WINDOW_MS,
+    delivery_mode: 'at-least-once',
+    on_success: null,
+    on_failure: null,
+    completion: null, // its response decides it: no report is awaited from a result's destination
+  };
 }
 
 /** Ends runs the claim took but decided not to deliver (`expired`, `skipped`), at `nowIso`: the attempt is not counted. */
@@ -334,7 +363,7 @@ async function busyJobs(tx: Parameters<Parameters<Db['transaction']>[0]>[0], sha
     CLAIM_PLAN,
     sql`select distinct job_id from runs
         where shard = ${shard} and job_id in (select value::uuid from jsonb_array_elements_text(${jobIds}::jsonb))
-          and status in ('running', 'retrying')
+          and status in ('running', 'retrying') and trigger <> ${RUN_TRIGGER.result}
           and id not in (select value::uuid from jsonb_array_elements_text(${claimed}::jsonb))`,
   );
   return new Set(busy.map((b) => b.job_id));

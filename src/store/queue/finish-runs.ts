@@ -12,7 +12,7 @@ import { type AttemptOutcome, ERROR_CLASS } from '../../domain/attempt-outcome.t
 import { RUN_TRIGGER } from '../../domain/states.ts';
 import { type Db, type PlannerSettings, queryPlanned } from '../db.ts';
 import { eachBucket } from './by-bucket.ts';
-import { type FinishedRun, NEXT_FAILURES, REACHED, recordRunEnds } from './run-ends.ts';
+import { type FinishedRun, NEXT_FAILURES, REACHED, type RunEndEffects, recordRunEnds } from './run-ends.ts';
 
 /**
  * The finish statement's planner settings: joins are hashed (or merged), never nested loops. The outcomes (a jsonb
@@ -47,9 +47,28 @@ async function finishBucket(db: Db, owner: string, shard: number, outcomes: Atte
     const held = await queryPlanned<FinishedRun>(tx, FINISH_PLAN, finishStatement(owner, outcomes));
     const pauseReasons = new Map(outcomes.flatMap((o) => (o.pauseReason ? [[o.runId, o.pauseReason] as const] : [])));
     const reached = new Set(held.filter((h) => h.reached).map((h) => h.job_id));
-    await recordRunEnds(tx, shard, held, pauseReasons, reached, Math.max(...outcomes.map((o) => o.finishedAtMs)));
+    await recordRunEnds(
+      tx,
+      shard,
+      held,
+      pauseReasons,
+      reached,
+      Math.max(...outcomes.map((o) => o.finishedAtMs)),
+      receiverEffects(outcomes),
+    );
     return new Set(held.map((h) => h.id));
   });
+}
+
+/**
+ * What the outcomes ask of their jobs beyond pauses, for `recordRunEnds`: the `Chime-Control` tokens `complete` and
+ * `skip-next` by run, and the result deliveries by run (every run of the batch routes its result or not: the claim
+ * carried the job's routes, so nothing is read for it). Undefined when no outcome asks for anything.
+ */
+function receiverEffects(outcomes: readonly AttemptOutcome[]): RunEndEffects {
+  const control = new Map(outcomes.flatMap((o) => (o.control?.length ? [[o.runId, o.control] as const] : [])));
+  const results = new Map(outcomes.map((o) => [o.runId, o.resultDelivery ?? null] as const));
+  return { control, results };
 }
 
 /**
@@ -75,15 +94,26 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
       excerpt: o.responseBodyExcerpt,
       error_class: o.errorClass,
       error: o.error,
+      headers: o.responseHeaders ?? null,
+      // An async job's acknowledged attempt: the run awaits the receiver's report (src/store/completion.ts).
+      await_ms: o.awaitCompletion?.timeoutMs ?? null,
+      hb_ms: o.awaitCompletion?.heartbeatTimeoutMs ?? null,
+      note: o.attemptNote ?? null,
     })),
   );
   const columns = sql.raw(`(id uuid, attempt smallint, status text, next_ms bigint, started_ms bigint, finished_ms bigint,
-               response_status smallint, excerpt text, error_class text, error text)`);
+               response_status smallint, excerpt text, error_class text, error text, headers jsonb, note text,
+               await_ms bigint, hb_ms bigint)`);
   return sql`with v as materialized (select * from jsonb_to_recordset(${rows}::jsonb) as v${columns}),
       held as (
         update runs r
-        set status = v.status, next_attempt_at = to_timestamp(v.next_ms / 1000.0),
-            finished_at = case when v.status = 'retrying' then null else to_timestamp(v.finished_ms / 1000.0) end,
+        -- An acknowledged async attempt stays running, awaiting the report with its deadlines and no lease (no
+        -- dispatcher holds it: the completion reaper, not the lease reaper, watches it).
+        set status = case when v.await_ms is not null then 'running' else v.status end, next_attempt_at = to_timestamp(v.next_ms / 1000.0),
+            finished_at = case when v.status = 'retrying' or v.await_ms is not null then null else to_timestamp(v.finished_ms / 1000.0) end,
+            awaiting_completion = v.await_ms is not null,
+            completion_deadline = to_timestamp((v.finished_ms + v.await_ms) / 1000.0),
+            heartbeat_deadline = to_timestamp((v.finished_ms + v.hb_ms) / 1000.0),
             response_status = v.response_status, error = v.error, lease_owner = null, lease_expires_at = null
         from v
         where r.shard = ${shard} and r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
@@ -97,19 +127,29 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
       -- node, so each finish needed every worker up (a stopped worker failed the other workers' buckets too).
       logged as (
         insert into attempts (shard, run_id, attempt, started_at, finished_at, duration_ms, response_status,
-                              response_body_excerpt, error_class, error)
+                              response_body_excerpt, error_class, error, response_headers)
         select ${shard}::smallint, v.id, v.attempt, to_timestamp(v.started_ms / 1000.0), to_timestamp(v.finished_ms / 1000.0),
-               v.finished_ms - v.started_ms, v.response_status, v.excerpt, v.error_class, v.error
+               v.finished_ms - v.started_ms, v.response_status, v.excerpt, v.error_class,
+               -- The attempt's note (unknown Chime-Control tokens) goes to its log entry only, not to the run's error.
+               case when v.note is null then v.error when v.error is null then v.note else v.error || '; ' || v.note end,
+               v.headers
         from jsonb_to_recordset(${rows}::jsonb) as v${columns}
         on conflict (shard, run_id, attempt) do update
           set started_at = excluded.started_at, finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
               response_status = excluded.response_status, response_body_excerpt = excluded.response_body_excerpt,
+              response_headers = excluded.response_headers,
               -- response_status as text first: text || smallint is stable, which Citus refuses in DO UPDATE SET.
-              error = attempts.error || '; then: ' || coalesce(excluded.error, 'status ' || excluded.response_status::text)
-          where attempts.error_class = ${ERROR_CLASS.leaseLost} and attempts.finished_at = attempts.started_at),
+              error = case when attempts.error_class = ${ERROR_CLASS.leaseLost}
+                then attempts.error || '; then: ' || coalesce(excluded.error, 'status ' || excluded.response_status::text)
+                else attempts.error end
+          -- Also an async attempt's end written before its acknowledgement (a receiver faster than this finish, or
+          -- its deadline): the report's (or timeout's) class and error stay, the response is filled in.
+          where (attempts.error_class in (${ERROR_CLASS.leaseLost}, ${ERROR_CLASS.completionTimeout}) or attempts.reported_status is not null)
+            and attempts.finished_at = attempts.started_at),
       tally as (
         select job_id, (count(*) filter (where status = 'failed'))::int as failed, bool_or(status = 'succeeded') as reset
-        from held where trigger <> ${RUN_TRIGGER.notification} and status in ('failed', 'succeeded') group by job_id),
+        from held where trigger <> ${RUN_TRIGGER.notification} and trigger <> ${RUN_TRIGGER.result}
+          and status in ('failed', 'succeeded') group by job_id),
       -- The jobs by primary key (id = any(…)), hashed against the tally: never a pass over the bucket's jobs.
       counted as (
         update jobs j

@@ -10,6 +10,9 @@ import { recordAudit } from '../audit-log.ts';
 import { type Executor, type PlannerSettings, queryPlanned } from '../db.ts';
 import { pauseJobs } from '../job-lifecycle.ts';
 import { recordEvents } from '../notifications.ts';
+import { completeJobs, type RunEndEffects, recordResultDeliveries, skipNextOccurrences } from './receiver-effects.ts';
+
+export type { RunEndEffects } from './receiver-effects.ts';
 
 /**
  * For the statements of `countFailuresInARow` and the pauses of `recordRunEnds` (jobs and their runs, by id within one
@@ -22,8 +25,11 @@ export type EndedRun = { id: string; job_id: string; tenant_id: string; trigger:
 /** A run the finish statement recorded, and whether its job reached `pauseAfterFailures` by the statement's count. */
 export type FinishedRun = EndedRun & { reached: boolean };
 
-/** The runs that count toward their job's failures in a row: notification deliveries (runs of hidden jobs) do not. */
-const countsForJob = (h: EndedRun) => h.trigger !== RUN_TRIGGER.notification;
+/**
+ * The runs that count toward their job's failures in a row (and pause it, raise its events, route its results):
+ * notification deliveries (runs of hidden jobs) and result deliveries (`trigger = 'result'`) do not.
+ */
+const countsForJob = (h: EndedRun) => h.trigger !== RUN_TRIGGER.notification && h.trigger !== RUN_TRIGGER.result;
 
 /**
  * Counts the failed runs in a row of the jobs of `ended` (bucket `shard`), in the caller's transaction, after a reap
@@ -73,6 +79,9 @@ export const REACHED = sql`(j.status = 'active' and j.pause_after_failures > 0 a
  * @param pauseReasons run id → PausedReason its outcome asks for (`gone` for a 410); empty for the reaper
  * @param reached the jobs whose failures in a row reached their `pauseAfterFailures` (`countFailuresInARow`, or the finish's count)
  * @param nowMs the changes' time (epoch ms): the pauses' `updatedAt` and the events' `occurredAt`
+ * @param effects what the receivers' answers ask beyond pauses (receiver-effects.ts): `Chime-Control: complete` and
+ *   `skip-next`, applied after the pauses, and the result deliveries (`onSuccess`/`onFailure`), inserted last so their
+ *   bodies show the runs and jobs as changed; absent (the reaper), the ended runs' jobs' routes are read
  */
 export async function recordRunEnds(
   tx: Executor,
@@ -81,6 +90,7 @@ export async function recordRunEnds(
   pauseReasons: ReadonlyMap<string, PausedReason>,
   reached: ReadonlySet<string>,
   nowMs: number,
+  effects: RunEndEffects = {},
 ): Promise<void> {
   const held = ended.filter(countsForJob);
   if (held.length === 0) return;
@@ -116,5 +126,15 @@ export async function recordRunEnds(
       );
     }
   }
+  const completing = new Set<string>();
+  const skipping = new Set<string>();
+  for (const h of held) {
+    const tokens = effects.control?.get(h.id);
+    if (tokens?.includes('complete')) completing.add(h.job_id);
+    else if (tokens?.includes('skip-next')) skipping.add(h.job_id);
+  }
+  if (completing.size > 0) events.push(...(await completeJobs(tx, shard, [...completing], nowMs)));
+  if (skipping.size > 0) events.push(...(await skipNextOccurrences(tx, shard, [...skipping], nowMs)));
+  await recordResultDeliveries(tx, shard, held, effects.results, nowMs);
   await recordEvents(tx, events, nowMs);
 }

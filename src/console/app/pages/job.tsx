@@ -1,7 +1,7 @@
 /**
  * One job (`/console/jobs/:jobId`): everything about it in words, its actions (pause, resume, trigger, edit, cancel,
- * replay its dead letters), its next occurrences and its run history, each run one click from its attempts. The job
- * and its runs update themselves (live, with a pause control).
+ * replay its dead letters), its next occurrences, its run history (each run one click from its attempts) and its result
+ * deliveries. The job and its runs update themselves (live, with a pause control).
  */
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
@@ -12,6 +12,7 @@ import { jobLabel } from '../parts/job-names.tsx';
 import { isNoSuchJob, NoSuchJob } from '../parts/notices.tsx';
 import { Occurrences } from '../parts/occurrences.tsx';
 import { RefreshPauser, useLiveRefresh } from '../parts/refresh-pauser.tsx';
+import { ResultDeliveries } from '../parts/result-deliveries.tsx';
 import { lastRunOf } from '../parts/run-order.ts';
 import { RunsTable } from '../parts/runs-table.tsx';
 import type { AnySchedule } from '../schedule-words.ts';
@@ -243,6 +244,7 @@ export function JobPage() {
       <JobFacts job={j} lastRun={recent.data ? lastRunOf(recent.data.runs) : undefined} />
       {open && <NextOccurrences job={j} />}
       <JobRuns job={j} tick={tick} live={live} />
+      <ResultDeliveries job={j} live={live} />
     </>
   );
 }

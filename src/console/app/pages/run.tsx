@@ -1,6 +1,8 @@
 /**
- * `/console/runs/:runId`: one run, its attempts (each HTTP request, with the response excerpt as text), and for a dead
- * letter (failed, not dismissed) replay and dismiss. A run not yet final is read again every 2 s.
+ * `/console/runs/:runId`: one run, its attempts (each HTTP request, with the response's headers and excerpt as text,
+ * and an async job's report), the receiver's output, and for a dead letter (failed, not dismissed) replay and dismiss.
+ * A run awaiting its receiver's report shows when the report is due and the last heartbeat. A run not yet final is
+ * read again every 2 s.
  */
 
 import { useEffect } from 'preact/hooks';
@@ -98,7 +100,32 @@ export function RunPage() {
             <dd>
               <Time iso={run.dismissedAt} />
             </dd>
+            {run.awaitingCompletion && (
+              <>
+                <dt>Awaiting completion</dt>
+                <dd>
+                  the receiver acknowledged the attempt and reports its end by <Time iso={run.completionDeadline} />
+                </dd>
+              </>
+            )}
+            {run.lastHeartbeatAt && (
+              <>
+                <dt>Last heartbeat</dt>
+                <dd>
+                  <Time iso={run.lastHeartbeatAt} />
+                  {run.progress !== null && run.progress !== undefined && <pre class="json">{JSON.stringify(run.progress, null, 2)}</pre>}
+                </dd>
+              </>
+            )}
           </dl>
+          {run.output !== null && run.output !== undefined && (
+            <>
+              <h2 id="output-h">Output</h2>
+              <pre class="json" id="output">
+                {JSON.stringify(run.output, null, 2)}
+              </pre>
+            </>
+          )}
           {res.error ? <ErrorNote error={res.error} /> : null}
 
           {can('runs:write') && run.status === 'failed' && run.dismissedAt === null && (
@@ -135,6 +162,7 @@ export function RunPage() {
                     <th scope="col">Status code</th>
                     <th scope="col">Error class</th>
                     <th scope="col">Error</th>
+                    <th scope="col">Reported</th>
                     <th scope="col">Response</th>
                   </tr>
                 </thead>
@@ -151,8 +179,27 @@ export function RunPage() {
                       <td class="wrap error-text" data-label="Error">
                         {a.error ?? <span class="muted">—</span>}
                       </td>
+                      <td data-label="Reported">
+                        {a.reportedStatus ? (
+                          <>
+                            {a.reportedStatus} <Time iso={a.completedAt} />
+                          </>
+                        ) : (
+                          <span class="muted">—</span>
+                        )}
+                      </td>
                       <td class="response" data-label="Response">
-                        {a.responseBodyExcerpt ? <pre>{a.responseBodyExcerpt}</pre> : <span class="muted">—</span>}
+                        {a.responseHeaders && Object.keys(a.responseHeaders).length > 0 && (
+                          <details>
+                            <summary>Headers ({Object.keys(a.responseHeaders).length})</summary>
+                            <pre>
+                              {Object.entries(a.responseHeaders)
+                                .map(([name, value]) => `${name}: ${value}`)
+                                .join('\n')}
+                            </pre>
+                          </details>
+                        )}
+                        {a.responseBodyExcerpt ? <pre>{a.responseBodyExcerpt}</pre> : !a.responseHeaders && <span class="muted">—</span>}
                       </td>
                     </tr>
                   ))}

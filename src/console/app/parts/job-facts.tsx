@@ -17,6 +17,8 @@ function pausedWhy(job: Job): string | null {
       return 'the receiver answered 410 Gone';
     case 'consecutive_failures':
       return `${job.consecutiveFailures} failed runs in a row`;
+    case 'receiver':
+      return 'the receiver answered Chime-Control: pause';
     default:
       return null;
   }
@@ -113,6 +115,30 @@ export function JobFacts({ job, lastRun }: { job: Job; lastRun: Run | null | und
       {row('Authorization', job.callback.hasAuthToken ? 'Auth token: set' : 'Auth token: none')}
       {row('Success codes', job.callback.successStatusCodes.join(', '))}
       {row('Timeout', durationWords(job.callback.timeoutMs))}
+      {row(
+        'Success body',
+        job.callback.successBody === null
+          ? orNone('')
+          : 'contains' in job.callback.successBody
+            ? `contains “${job.callback.successBody.contains}”`
+            : `${job.callback.successBody.jsonPointer} equals ${JSON.stringify(job.callback.successBody.equals)}`,
+      )}
+      {row(
+        'Completion',
+        job.completion.mode === 'async'
+          ? `reported by the receiver, within ${durationWords(job.completion.timeoutMs ?? 0)}${
+              job.completion.heartbeatTimeoutMs ? `, a heartbeat at least every ${durationWords(job.completion.heartbeatTimeoutMs)}` : ''
+            }`
+          : 'the response ends the run',
+      )}
+      {row(
+        'Results to',
+        job.onSuccess || job.onFailure
+          ? [job.onSuccess && `succeeded runs: ${job.onSuccess.url}`, job.onFailure && `failed runs: ${job.onFailure.url}`]
+              .filter(Boolean)
+              .join('; ')
+          : orNone(''),
+      )}
       {row('Retry policy', describeRetry(job.retry))}
       {row(
         'Relevancy window',
