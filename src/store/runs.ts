@@ -16,10 +16,35 @@ type ListOpts = { status?: RunStatus; limit: number; cursor?: string };
  * A job's runs, newest first (the caller has checked the job belongs to the tenant): never its result deliveries
  * (`trigger = 'result'`, `listResultDeliveries`). A notification endpoint's hidden job lists its deliveries here.
  */
-export async function listRuns(
+export function listRuns(
   ctx: StoreContext,
   tenantId: string,
   jobId: string,
+  opts: ListOpts,
+): Promise<{ items: RunRow[]; nextCursor: string | null }> {
+  return jobRunsPage(ctx, tenantId, jobId, ne(runs.trigger, RUN_TRIGGER.result), opts);
+}
+
+/**
+ * A job's result deliveries (`trigger = 'result'`: its runs' results posted to `onSuccess`/`onFailure`), newest first,
+ * `limit` at a time after `cursor` (the caller has checked the job belongs to the tenant). Read on `runs_job_idx`.
+ * @returns the page and the cursor of the next one (null at the end)
+ */
+export function listResultDeliveries(
+  ctx: StoreContext,
+  tenantId: string,
+  jobId: string,
+  opts: { limit: number; cursor?: string },
+): Promise<{ items: RunRow[]; nextCursor: string | null }> {
+  return jobRunsPage(ctx, tenantId, jobId, eq(runs.trigger, RUN_TRIGGER.result), opts);
+}
+
+/** A page of the job's runs matching `which` (and `opts.status`), newest first, after `opts.cursor`. */
+async function jobRunsPage(
+  ctx: StoreContext,
+  tenantId: string,
+  jobId: string,
+  which: SQL,
   opts: ListOpts,
 ): Promise<{ items: RunRow[]; nextCursor: string | null }> {
   const rows = await ctx.db
@@ -29,35 +54,8 @@ export async function listRuns(
       and(
         ofTenant(runs, tenantId),
         eq(runs.jobId, jobId),
-        ne(runs.trigger, RUN_TRIGGER.result),
+        which,
         opts.status ? eq(runs.status, opts.status) : undefined,
-        opts.cursor ? lt(runs.id, opts.cursor) : undefined,
-      ),
-    )
-    .orderBy(desc(runs.id))
-    .limit(opts.limit + 1);
-  return page(rows, opts.limit);
-}
-
-/**
- * A job's result deliveries (`trigger = 'result'`: its runs' results posted to `onSuccess`/`onFailure`), newest first,
- * `limit` at a time after `cursor` (the caller has checked the job belongs to the tenant). Read on `runs_job_idx`.
- * @returns the page and the cursor of the next one (null at the end)
- */
-export async function listResultDeliveries(
-  ctx: StoreContext,
-  tenantId: string,
-  jobId: string,
-  opts: { limit: number; cursor?: string },
-): Promise<{ items: RunRow[]; nextCursor: string | null }> {
-  const rows = await ctx.db
-    .select()
-    .from(runs)
-    .where(
-      and(
-        ofTenant(runs, tenantId),
-        eq(runs.jobId, jobId),
-        eq(runs.trigger, RUN_TRIGGER.result),
         opts.cursor ? lt(runs.id, opts.cursor) : undefined,
       ),
     )

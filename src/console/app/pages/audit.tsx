@@ -9,10 +9,11 @@ import { useLocation } from 'preact-iso';
 import { AUDIT_ACTIONS } from '../../../domain/audit.ts';
 import { qs } from '../api.ts';
 import { RefreshPauser, useLiveRefresh } from '../parts/refresh-pauser.tsx';
+import { TimeSpanFields } from '../parts/time-span-fields.tsx';
 import { useSession } from '../session.tsx';
 import type { AuditEntry, Page } from '../types.ts';
 import { ErrorNote, Field, SortedHeader, Time, useAsync, usePager } from '../ui.tsx';
-import { isoOfWallInput, viewerZone, wallInputOf } from '../zones.ts';
+import { viewerZone } from '../zones.ts';
 
 const PAGE_SIZE = 50;
 
@@ -66,22 +67,7 @@ export function AuditPage() {
             ))}
           </select>
         </Field>
-        <Field id="audit-since" label="Since">
-          <input
-            id="audit-since"
-            type="datetime-local"
-            value={wallInputOf(filters.since, zone)}
-            onChange={(e) => setFilters({ since: isoOfWallInput(e.currentTarget.value, zone) })}
-          />
-        </Field>
-        <Field id="audit-until" label="Until">
-          <input
-            id="audit-until"
-            type="datetime-local"
-            value={wallInputOf(filters.until, zone)}
-            onChange={(e) => setFilters({ until: isoOfWallInput(e.currentTarget.value, zone) })}
-          />
-        </Field>
+        <TimeSpanFields idPrefix="audit" since={filters.since} until={filters.until} zone={zone} onChange={setFilters} />
         {filtered && (
           <button type="button" onClick={() => route('/console/audit', true)}>
             Clear filters

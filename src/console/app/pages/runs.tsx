@@ -12,10 +12,11 @@ import { qs } from '../api.ts';
 import { useJobNames } from '../parts/job-names.tsx';
 import { RefreshPauser, useLiveRefresh } from '../parts/refresh-pauser.tsx';
 import { RunsTable } from '../parts/runs-table.tsx';
+import { TimeSpanFields } from '../parts/time-span-fields.tsx';
 import { useSession } from '../session.tsx';
 import type { Page, Run } from '../types.ts';
 import { ErrorNote, Field, useAsync, usePager } from '../ui.tsx';
-import { isoOfWallInput, viewerZone, wallInputOf } from '../zones.ts';
+import { viewerZone } from '../zones.ts';
 
 const PAGE_SIZE = 50;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -94,22 +95,7 @@ export function RunsPage() {
             onChange={applyJob}
           />
         </Field>
-        <Field id="runs-since" label="Since">
-          <input
-            id="runs-since"
-            type="datetime-local"
-            value={wallInputOf(filters.since, zone)}
-            onChange={(e) => setFilters({ since: isoOfWallInput(e.currentTarget.value, zone) })}
-          />
-        </Field>
-        <Field id="runs-until" label="Until">
-          <input
-            id="runs-until"
-            type="datetime-local"
-            value={wallInputOf(filters.until, zone)}
-            onChange={(e) => setFilters({ until: isoOfWallInput(e.currentTarget.value, zone) })}
-          />
-        </Field>
+        <TimeSpanFields idPrefix="runs" since={filters.since} until={filters.until} zone={zone} onChange={setFilters} />
         {filtered && (
           <button type="button" onClick={() => route('/console/runs', true)}>
             Clear filters
