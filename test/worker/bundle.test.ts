@@ -35,6 +35,8 @@ const FORBIDDEN_PACKAGES = [
 /** Our Node-only modules (drivers, process wiring, undici delivery, DNS guard, the Node dispatcher loop). */
 const FORBIDDEN_SOURCES = [
   'src/cli.ts',
+  'src/serve.ts',
+  'src/open-database.ts',
   'src/runtime.ts',
   'src/store/embedded.ts',
   'src/store/migrate.ts',
