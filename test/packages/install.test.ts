@@ -109,14 +109,21 @@ void chime.runs.complete('r', 't', { status: 'done' });
 const ROUND_TRIP = `
 import http from 'node:http';
 import { createChimeClient, ChimeError } from '@chime/client';
-import { verifyWebhook, verifyChimeSignature } from '@chime/receiver';
+import { verifyWebhook, verifyChimeSignature, completionOf } from '@chime/receiver';
 import { readRawBody } from '@chime/receiver/node';
 
 const { CHIME_URL, API_KEY, SECRET } = process.env;
 const chime = createChimeClient({ baseUrl: CHIME_URL, apiKey: API_KEY });
 let received;
+let longJob;
 const server = http.createServer(async (req, res) => {
   const body = await readRawBody(req);
+  if (req.url === '/long') {
+    // A long job: acknowledge now, report later through the completion URL and token the attempt carries.
+    longJob = completionOf(req.headers);
+    res.statusCode = 202;
+    return res.end('working');
+  }
   received = { headers: req.headers, body, url: 'http://127.0.0.1:' + server.address().port + req.url };
   res.end('ok');
 });
@@ -147,8 +154,24 @@ const refused = {
   wrongSecret: (await verifyWebhook(received, ['whsec_' + Buffer.alloc(32, 1).toString('base64')])).reason,
   otherUrl: (await verifyChimeSignature({ ...received, url: 'https://other.example/hook' }, { jwksUrl })).reason,
 };
+const long = await chime.jobs.create({
+  schedule: { type: 'delay', delayMs: 0 },
+  callback: { url: 'http://127.0.0.1:' + server.address().port + '/long' },
+  completion: { mode: 'async', timeoutMs: 600000 },
+});
+for (let i = 0; !longJob && i < 300; i++) await new Promise((r) => setTimeout(r, 100));
+if (!longJob) throw new Error('timed out waiting for the callback of the long job');
+let awaited;
+for (let i = 0; i < 100; i++) {
+  [awaited] = await chime.runs.list(long.jobId).toArray(1);
+  if (awaited?.awaitingCompletion) break;
+  await new Promise((r) => setTimeout(r, 100));
+}
+const beat = await longJob.heartbeat({ step: 1 });
+const reported = await longJob.complete({ status: 'succeeded', output: { rows: 7 } });
+const asyncRun = { awaiting: awaited?.awaitingCompletion, heartbeatDeadline: typeof beat.completionDeadline, status: reported.status, output: reported.output };
 server.close();
-console.log(JSON.stringify({ jobId: job.jobId, hmac, jwt, payload: JSON.parse(received.body), run: detail.status, attempts: detail.attemptLog, problem, refused }));
+console.log(JSON.stringify({ jobId: job.jobId, hmac, jwt, payload: JSON.parse(received.body), run: detail.status, attempts: detail.attemptLog, problem, refused, asyncRun }));
 `;
 
 /** A receiver Worker: 200 "verified <id>" when both signatures hold, else 401 with the reason. */
@@ -233,7 +256,7 @@ describe('@chime/client and @chime/receiver installed from their tarballs', () =
     expect(r.code).toBe(0);
   }, 120_000);
 
-  it('runs a whole round trip with plain node: register, receive, verify both signatures, read the run, meet a ChimeError', async () => {
+  it('runs a whole round trip with plain node: register, receive, verify both signatures, read the run, meet a ChimeError, complete a long job', async () => {
     await writeFile(join(project, 'round-trip.mjs'), ROUND_TRIP);
     const { stdout } = await run(process.execPath, ['round-trip.mjs'], {
       cwd: project,
@@ -251,6 +274,8 @@ describe('@chime/client and @chime/receiver installed from their tarballs', () =
     expect(out.refused.stale).toMatch(/too old/);
     expect(out.refused.wrongSecret).toMatch(/no signature matches/);
     expect(out.refused.otherUrl).toMatch(/another URL/);
+    // A long job through @chime/receiver's completion handle: awaited after its 202, then reported.
+    expect(out.asyncRun).toEqual({ awaiting: true, heartbeatDeadline: 'string', status: 'succeeded', output: { rows: 7 } });
   }, 90_000);
 
   it('verifies a real callback in a Worker under workerd (wrangler dev)', async () => {
