@@ -9,7 +9,7 @@ import { newId, uuidV7LowerBound } from '../domain/ids.ts';
 import { SHARD_COUNT, shardOf } from '../domain/shard.ts';
 import type { StoreContext } from './context.ts';
 import { type Db, type Executor, query } from './db.ts';
-import { page } from './jobs.ts';
+import { page } from './paging.ts';
 import { auditLog } from './schema.ts';
 import { ofTenant } from './tenant-scope.ts';
 

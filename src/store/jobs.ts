@@ -12,6 +12,7 @@ import { auditInsert, auditRowsJson } from './audit-log.ts';
 import type { StoreContext } from './context.ts';
 import { announcement, type Executor, isUniqueViolation, query, RUNS_CHANNEL } from './db.ts';
 import { type JobFilter, jobFilterCondition } from './job-filter.ts';
+import { page } from './paging.ts';
 import { jobs } from './schema.ts';
 import { ofTenant } from './tenant-scope.ts';
 
@@ -314,10 +315,4 @@ export async function listJobs(
   opts: ListJobsOptions,
 ): Promise<{ items: JobRow[]; nextCursor: string | null }> {
   return page(await listJobsQuery(ctx.db, tenantId, opts), opts.limit);
-}
-
-/** Splits `limit + 1` rows into a page and the cursor of the next (the last id shown). */
-export function page<T extends { id: string }>(rows: T[], limit: number): { items: T[]; nextCursor: string | null } {
-  const items = rows.slice(0, limit);
-  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
 }

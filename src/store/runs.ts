@@ -3,7 +3,7 @@ import { and, asc, desc, eq, gte, isNull, lt, ne, type SQL } from 'drizzle-orm';
 import { RUN_STATUS, RUN_TRIGGER, type RunStatus } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
 import type { Executor } from './db.ts';
-import { page } from './jobs.ts';
+import { page } from './paging.ts';
 import { attempts, runs } from './schema.ts';
 import { ofTenant } from './tenant-scope.ts';
 

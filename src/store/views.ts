@@ -88,6 +88,16 @@ export function resultDeliveryView(r: RunRow) {
     runId: r.resultOf,
     type: ((r.payload as { type?: string } | null)?.type ?? 'run.succeeded') as 'run.succeeded' | 'run.failed',
     url: (r.callback as { url: string } | null)?.url ?? '',
+    ...deliveryState(r),
+  };
+}
+
+/**
+ * How a delivery (a run of a notification endpoint's hidden job, or a result delivery) went: its status, attempts,
+ * last response status and error; times RFC 3339 UTC with ms. The part the two delivery views share.
+ */
+export function deliveryState(r: RunRow) {
+  return {
     status: r.status as RunStatus,
     attempts: r.attempts,
     createdAt: r.createdAt.toISOString(),

@@ -32,6 +32,10 @@ const QuotasSchema = z.object({
   callbacksPerDay: QuotaValue.nullable(),
 });
 
+/**
+ * A tenant as the operator sees it (`GET /v1/admin/tenants`): its status, open jobs, the quotas in force (`null`: no
+ * limit) and its own overrides of the configured defaults.
+ */
 export const AdminTenantSchema = z
   .object({
     tenantId: z.string(),

@@ -20,6 +20,7 @@ const ActorSchema = z.union([
   z.object({ type: z.literal('system'), reason: z.string() }),
 ]);
 
+/** One audit entry as `GET /v1/audit-log` lists it (API.md "Access control and audit"); `at` RFC 3339 UTC with ms. */
 export const AuditEntrySchema = z
   .object({
     entryId: z.string(),
@@ -51,6 +52,7 @@ export function auditEntryView(r: AuditRow): z.infer<typeof AuditEntrySchema> {
   };
 }
 
+/** `GET /v1/audit-log` (scope `audit:read`): the calling tenant's entries, newest first, filtered and paged. */
 export function auditLogRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
   app.openapi(

@@ -65,6 +65,11 @@ function tokenOf(header: string | undefined): string {
   return token;
 }
 
+/**
+ * `POST /v1/runs/:runId/completion` and `/heartbeat` (API.md "Long-running jobs"): authenticated by the attempt's
+ * completion token alone (401 for a bad or stale one, 409 for an attempt no longer awaited), mounted outside the API-key
+ * check.
+ */
 export function completionRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
   app.openAPIRegistry.registerComponent('securitySchemes', 'completionToken', {

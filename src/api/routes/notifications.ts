@@ -14,6 +14,7 @@ import {
   type NotificationEndpointRow,
 } from '../../store/notifications.ts';
 import type { RunRow } from '../../store/runs.ts';
+import { deliveryState } from '../../store/views.ts';
 import type { AppEnv } from '../env.ts';
 import { destinationIssue } from '../job-input.ts';
 import { emptyBody } from '../json-guard.ts';
@@ -75,13 +76,7 @@ function deliveryView(r: RunRow) {
     deliveryId: r.id,
     eventId: r.eventId!,
     type: (r.payload as { type: (typeof EVENT_TYPES)[number] }).type,
-    status: r.status,
-    attempts: r.attempts,
-    createdAt: r.createdAt.toISOString(),
-    nextAttemptAt: r.nextAttemptAt?.toISOString() ?? null,
-    finishedAt: r.finishedAt?.toISOString() ?? null,
-    responseStatus: r.responseStatus,
-    error: r.error,
+    ...deliveryState(r),
   };
 }
 
