@@ -56,13 +56,7 @@ export async function createNotificationEndpoint(
       throw new EndpointLimitError(`a tenant has at most ${MAX_NOTIFICATION_ENDPOINTS} notification endpoints`);
     const now = new Date(ctx.clock.now());
     const jobId = newId();
-    const callback: CallbackSpec = {
-      url: input.url,
-      method: 'POST',
-      headers: {},
-      successStatusCodes: ['2xx'],
-      timeoutMs: DEFAULT_TIMEOUT_MS,
-    };
+    const callback = eventDeliveryCallback(input.url);
     await tx.insert(jobs).values({
       shard: shardOf(tenantId),
       id: jobId,
@@ -246,8 +240,16 @@ export async function recordEvents(
   return deliveries.length;
 }
 
+/**
+ * The callback of an event's delivery to `url`: a POST with Chime's own headers only, any 2xx a success, the default
+ * timeout. A notification endpoint's hidden job and a result delivery (receiver-effects.ts) send with it.
+ */
+export function eventDeliveryCallback(url: string): CallbackSpec {
+  return { url, method: 'POST', headers: {}, successStatusCodes: ['2xx'], timeoutMs: DEFAULT_TIMEOUT_MS };
+}
+
 /** A job as an event carries it: the API's Job with the values of `callback.headers` redacted (they are often keys). */
-function eventJobView(row: typeof jobs.$inferSelect) {
+export function eventJobView(row: typeof jobs.$inferSelect) {
   const job = jobView(row);
   return { ...job, callback: { ...job.callback, headers: redactHeaderValues(job.callback.headers) } };
 }

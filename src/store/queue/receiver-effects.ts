@@ -14,15 +14,16 @@
  * failures in a row, overlap, usage, the run lists and dead letters leave `trigger = 'result'` out.
  */
 import { sql } from 'drizzle-orm';
-import { type EventSeed, redactHeaderValues } from '../../domain/events.ts';
+import type { EventSeed } from '../../domain/events.ts';
 import { newId } from '../../domain/ids.ts';
-import { type CallbackSpec, DEFAULT_TIMEOUT_MS, type ResultRoute } from '../../domain/job.ts';
+import type { ResultRoute } from '../../domain/job.ts';
 import type { ControlToken, ResultResponse } from '../../domain/receiver-control.ts';
 import { jitterOffsetMs, nextOccurrence, type Schedule } from '../../domain/schedule.ts';
 import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
 import { announceRun, type Executor, query } from '../db.ts';
+import { eventDeliveryCallback, eventJobView } from '../notifications.ts';
 import { jobs, runs } from '../schema.ts';
-import { jobView, runView } from '../views.ts';
+import { runView } from '../views.ts';
 
 /** A result delivery an outcome asks for: where to, and the response it carries (null: the attempt got none). */
 export type ResultDeliverySeed = { url: string; response: ResultResponse | null };
@@ -174,15 +175,7 @@ export async function recordResultDeliveries(
     const seed = wanted.get(run.id);
     const job = jobById.get(run.jobId);
     if (!seed || !job) continue;
-    const view = jobView(job);
     const eventId = newId();
-    const callback: CallbackSpec = {
-      url: seed.url,
-      method: 'POST',
-      headers: {},
-      successStatusCodes: ['2xx'],
-      timeoutMs: DEFAULT_TIMEOUT_MS,
-    };
     deliveries.push({
       shard,
       id: newId(),
@@ -194,14 +187,14 @@ export async function recordResultDeliveries(
       nextAttemptAt: now,
       createdAt: now,
       eventId,
-      callback,
+      callback: eventDeliveryCallback(seed.url),
       resultOf: run.id,
       payload: {
         type: run.status === RUN_STATUS.succeeded ? 'run.succeeded' : 'run.failed',
         eventId,
         occurredAt: now.toISOString(),
         data: {
-          job: { ...view, callback: { ...view.callback, headers: redactHeaderValues(view.callback.headers) } },
+          job: eventJobView(job),
           run: runView(run),
           response: seed.response,
         },
