@@ -14,7 +14,7 @@ import { sql } from 'drizzle-orm';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import { distributeOnCitus } from './citus.ts';
-import { type Executor, query } from './db.ts';
+import { type Executor, isDeadlock, query } from './db.ts';
 import { openPostgres } from './postgres.ts';
 
 /** The folder of committed migrations. */
@@ -90,19 +90,34 @@ export async function checkSchemaCurrent(db: Executor): Promise<SchemaStatus> {
   return status;
 }
 
+/** How many times a run of pending migrations is tried when PostgreSQL ends it as a deadlock's victim (40P01). */
+const MIGRATE_DEADLOCK_TRIES = 5;
+
 /**
  * Migrates the PostgreSQL at `url` on one connection of Chime's connector (with several hosts, the writable one)
  * holding the migration lock, with no statement_timeout (a migration may rewrite a large table); on a Citus
- * coordinator, then distributes the tables by the shard key (citus.ts).
+ * coordinator, then distributes the tables by the shard key (citus.ts). A run that loses a deadlock with the running
+ * processes is tried again, up to MIGRATE_DEADLOCK_TRIES times, after 100–200 ms per try so far.
  * @throws the driver's error when the server is unreachable or a migration fails (nothing half-applied: each
- *   run of pending migrations is one transaction)
+ *   run of pending migrations is one transaction), a deadlock included once the tries are spent
  */
 export async function migratePostgresUrl(url: string): Promise<void> {
   const database = openPostgres(url, { max: 1, statementTimeoutMs: 0 });
   const client = database.sql;
   try {
     await client`select pg_advisory_lock(${MIGRATION_LOCK})`;
-    await migratePostgres(drizzlePostgres(client), { migrationsFolder: MIGRATIONS_FOLDER });
+    // Under load (a rolling upgrade), the migration's ALTERs take tables in another order than the running processes'
+    // transactions do, and PostgreSQL may pick the migration as a deadlock's victim: its transaction rolled back whole,
+    // so it is tried again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await migratePostgres(drizzlePostgres(client), { migrationsFolder: MIGRATIONS_FOLDER });
+        break;
+      } catch (err) {
+        if (attempt >= MIGRATE_DEADLOCK_TRIES || !isDeadlock(err)) throw err;
+        await new Promise((r) => setTimeout(r, 100 * attempt + Math.random() * 100));
+      }
+    }
     await distributeOnCitus(client);
     await client`select pg_advisory_unlock(${MIGRATION_LOCK})`;
   } finally {
