@@ -26,6 +26,7 @@ export const DISTRIBUTED_TABLES = [
   'notification_endpoints',
   'audit_log',
   'tenant_callbacks',
+  'flow_controls',
 ] as const;
 
 /** Tables without a tenant: copied to every node. drizzle's journal (`drizzle.__drizzle_migrations`) stays local. */

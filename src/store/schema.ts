@@ -159,9 +159,17 @@ export const jobs = pgTable(
     /** Where a run's result goes when it ends `succeeded` (`{ url }`), or `failed`; null: nowhere. */
     onSuccess: jsonb('on_success'),
     onFailure: jsonb('on_failure'),
+    /** The tenant's flow control (`flow_controls.key`) that limits this job's requests with others'; null: none. */
+    flowControlKey: text('flow_control_key'),
+    /** The sealed secret of `callback.auth` (a basic password or an OAuth2 client secret); null: none. */
+    authSecretEnc: text('auth_secret_enc'),
+    /** A body that is not JSON (`body`), sent as is instead of `payload`; null: the payload is sent as JSON. */
+    body: text('body'),
   },
   (t) => [
     primaryKey({ name: 'jobs_pkey', columns: [t.shard, t.id] }),
+    // The jobs that name a flow control: its claim finds their due runs, and its deletion is refused while any does.
+    index('jobs_flow_control_idx').on(t.tenantId, t.shard, t.flowControlKey).where(sql`${t.flowControlKey} is not null`),
     index('jobs_tenant_idx').on(t.tenantId, t.shard, t.id),
     uniqueIndex('jobs_tenant_key_idx').on(t.shard, t.tenantId, t.key).where(sql`${t.key} is not null`),
     // The active-jobs quota counts these on every job creation: only open jobs of the tenant's own (not the hidden
@@ -216,6 +224,8 @@ export const runs = pgTable(
     /** The last heartbeat's `progress` and the report's `output`. */
     progress: jsonb('progress'),
     output: jsonb('output'),
+    /** The flow control (`flow_controls.id`) whose slot this run holds while leased; set by its claim. */
+    flowId: uuid('flow_id'),
   },
   (t) => [
     primaryKey({ name: 'runs_pkey', columns: [t.shard, t.id] }),
@@ -236,6 +246,8 @@ export const runs = pgTable(
     // The tenant-wide runs feed (`GET /v1/runs`), newest first.
     index('runs_tenant_idx').on(t.tenantId, t.shard, t.id),
     // The reaper's index of runs awaiting a receiver's report, by the deadline that comes first.
+    // A flow control's requests in flight: its runs holding a lease (src/store/queue/claim-flow-runs.ts).
+    index('runs_flow_lease_idx').on(t.shard, t.flowId).where(sql`${t.flowId} is not null and ${t.leaseExpiresAt} is not null`),
     index('runs_awaiting_idx').on(t.shard, sql`least(${t.completionDeadline}, ${t.heartbeatDeadline})`).where(sql`${t.awaitingCompletion}`),
   ],
 );
@@ -362,6 +374,33 @@ export const tenantCallbacks = pgTable(
     callbacks: integer('callbacks').notNull().default(0),
   },
   (t) => [primaryKey({ name: 'tenant_callbacks_pkey', columns: [t.shard, t.tenantId, t.day] })],
+);
+
+/**
+ * Flow controls (API.md "Destination control"): a tenant's named limit on the requests of the jobs that name it, held
+ * across every dispatcher together: at most `parallelism` in flight (runs holding a lease with `flow_id` = this id), at
+ * most `rate_limit` started in any `rate_period_ms`. `starts` is the rate's log: `[startMs, count]` pairs of the
+ * starts granted within the last period (src/domain/flow-control.ts).
+ */
+export const flowControls = pgTable(
+  'flow_controls',
+  {
+    shard: shard(),
+    id: uuid('id').notNull(),
+    tenantId: uuid('tenant_id').notNull(),
+    key: text('key').notNull(),
+    rateLimit: integer('rate_limit'),
+    ratePeriodMs: integer('rate_period_ms'),
+    parallelism: integer('parallelism'),
+    paused: boolean('paused').notNull().default(false),
+    starts: jsonb('starts').notNull().default(sql`'[]'::jsonb`),
+    createdAt: tz('created_at').notNull(),
+    updatedAt: tz('updated_at').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'flow_controls_pkey', columns: [t.shard, t.id] }),
+    uniqueIndex('flow_controls_tenant_key_idx').on(t.shard, t.tenantId, t.key),
+  ],
 );
 
 /**
