@@ -24,6 +24,10 @@ export type ClaimedRun = {
   authTokenEnc: string | null;
   /** The request body: the run's own (a notification event) or else the job's. */
   payload: unknown;
+  /** The job's body that is not JSON (`body`), sent as is instead of `payload`; absent or null: `payload` as JSON. */
+  body?: string | null;
+  /** The sealed secret of `callback.auth` (basic password, OAuth2 client secret); absent or null: none. */
+  authSecretEnc?: string | null;
   /** The `webhook-id` when it is not the run id (a notification event's id), else null. */
   eventId: string | null;
   retry: RetryPolicy;

@@ -22,6 +22,15 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 /** Most custom headers on a callback (which headers are accepted: src/domain/callback-headers.ts). */
 export const MAX_CALLBACK_HEADERS = 20;
 
+/**
+ * How the callback authenticates besides `authToken` (API.md "Destination control"): the public part, as stored in
+ * `callback.auth` and shown; the secret (a basic password, an OAuth2 client secret) is write-only and sealed apart
+ * (`jobs.auth_secret_enc`). `oauth2` is the client credentials grant of RFC 6749 §4.4.
+ */
+export type CallbackAuth =
+  | { type: 'basic'; username: string }
+  | { type: 'oauth2'; tokenUrl: string; clientId: string; scope?: string | null; audience?: string | null };
+
 /** Where and how a callback is sent; the auth token travels separately (write-only, sealed at rest). */
 export type CallbackSpec = {
   url: string;
@@ -31,6 +40,12 @@ export type CallbackSpec = {
   timeoutMs: number;
   /** What the body of a success status must also hold (src/domain/receiver-control.ts); absent or null: anything. */
   successBody?: SuccessBody | null;
+  /** Basic or OAuth2 client-credentials auth (its secret sealed apart); absent or null: none. */
+  auth?: CallbackAuth | null;
+  /** The request's media type; absent or null: `application/json` for `payload`, `text/plain` for `body`. */
+  contentType?: string | null;
+  /** The `aud` claim of `Chime-Signature`; absent or null: none. */
+  jwtAudience?: string | null;
 };
 
 /** Where a run's result goes (`onSuccess`, `onFailure`): a URL under the same destination rule as callbacks. */
@@ -59,4 +74,10 @@ export type JobSpec = {
   onFailure?: ResultRoute | null;
   /** Async completion (src/domain/completion.ts): the receiver reports each run's end; null or absent: the response does. */
   completion?: AsyncCompletion | null;
+  /** A body that is not JSON, sent as is instead of `payload` (≤ 256 KiB); absent or null: `payload` as JSON. */
+  body?: string | null;
+  /** The secret of `callback.auth`, plain here, sealed by the store. undefined = unchanged (on update), null = none. */
+  authSecret?: string | null;
+  /** The tenant's flow control that limits this job's requests (API.md "Destination control"); absent or null: none. */
+  flowControlKey?: string | null;
 };

@@ -173,6 +173,9 @@ export async function createJobs(
       completion: spec.completion ?? null,
       onSuccess: spec.onSuccess ?? null,
       onFailure: spec.onFailure ?? null,
+      flowControlKey: spec.flowControlKey ?? null,
+      authSecretEnc: spec.authSecret ? await ctx.cipher.seal(spec.authSecret) : null,
+      body: spec.body ?? null,
     });
     if (first !== null) {
       const due = first + jitterOffsetMs(id, spec.jitterMs);

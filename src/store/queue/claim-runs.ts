@@ -51,7 +51,9 @@ type Row = {
   schedule: Schedule;
   callback: CallbackSpec;
   auth_token_enc: string | null;
+  auth_secret_enc: string | null;
   payload: unknown;
+  body: string | null;
   event_id: string | null;
   retry: RetryPolicy;
   relevancy_window_ms: number | null;
@@ -79,6 +81,12 @@ export type ClaimOptions = {
   horizonMs?: number;
   /** Leave runs whose callback destination (`destinationOf`) is one of these unclaimed (saturated destinations). */
   skipDestinations?: string[];
+  /**
+   * How many more runs of a destination (`destinationOf` of the callback URL) this dispatcher may take now (its
+   * per-destination limit, as adapted, less the runs of it it holds): the claim keeps at most that many of each, in due
+   * order, and gives the rest back untouched in the same transaction, for other dispatchers. Absent: no cap.
+   */
+  destinationRoom?: (destination: string) => number;
   /** The default callbacks-per-day quota of a tenant (CHIME_QUOTA_CALLBACKS_PER_DAY; 0 or absent = none): hold-runs.ts. */
   callbacksPerDay?: number;
 };
@@ -152,8 +160,8 @@ export function claimStatement(o: ClaimOptions & { shard: number }) {
           from due, jobs j
           where r.shard = ${o.shard} and r.id = due.id and j.shard = ${o.shard} and j.id = r.job_id
           returning r.id, r.job_id, r.tenant_id, r.scheduled_for, r.trigger, r.attempts, r.lease_expires_at, due.next_attempt_at as due_at,
-                    j.status as job_status, j.schedule, coalesce(r.callback, j.callback) as callback, j.auth_token_enc,
-                    coalesce(r.payload, j.payload) as payload, r.event_id, j.retry,
+                    j.status as job_status, j.schedule, coalesce(r.callback, j.callback) as callback, j.auth_token_enc, j.auth_secret_enc,
+                    coalesce(r.payload, j.payload) as payload, case when r.payload is null then j.body end as body, r.event_id, j.retry,
                     j.relevancy_window_ms, j.delivery_mode, j.overlap_policy, j.catch_up, j.jitter_ms,
                     j.trace_parent, j.on_success, j.on_failure, j.completion, ${tenantOfRun(o.shard)}`;
 }
@@ -282,7 +290,9 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
         dueAtMs: ms(r.due_at),
         callback: r.callback,
         authTokenEnc: r.auth_token_enc,
+        authSecretEnc: r.auth_secret_enc,
         payload: r.payload,
+        body: r.body,
         eventId: r.event_id,
         retry: r.retry,
         relevancyWindowMs: r.relevancy_window_ms,
@@ -321,6 +331,8 @@ function asResultDelivery(r: Row): Row {
   return {
     ...r,
     auth_token_enc: null,
+    auth_secret_enc: null,
+    body: null,
     retry: EVENT_DELIVERY_RETRY,
     relevancy_window_ms: EVENT_DELIVERY_WINDOW_MS,
     delivery_mode: 'at-least-once',
