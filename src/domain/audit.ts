@@ -27,6 +27,9 @@ export const AUDIT_ACTIONS = [
   'tenant.suspended',
   'tenant.resumed',
   'tenant.quotas_changed',
+  'flow_control.created',
+  'flow_control.updated',
+  'flow_control.deleted',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -5,8 +5,11 @@
  * claimed in due order, so a tenant's own runs keep their order.
  */
 
-/** A bucket with waiting runs and the due time of its earliest (epoch ms). */
-export type BucketDue = { shard: number; dueAtMs: number };
+/**
+ * A bucket with waiting runs and the due time of its earliest (epoch ms); `flows`: it has flow controls, whose runs the
+ * claim takes through them (src/store/queue/claim-flow-runs.ts).
+ */
+export type BucketDue = { shard: number; dueAtMs: number; flows?: boolean };
 
 /** One bucket's part of a claim. */
 export type BucketShare = { shard: number; limit: number };

@@ -238,6 +238,9 @@ async function insertJobsAndRuns(
       completion: j.completion,
       on_success: j.onSuccess,
       on_failure: j.onFailure,
+      flow_control_key: j.flowControlKey,
+      auth_secret_enc: j.authSecretEnc,
+      body: j.body,
     })),
   );
   // Only runs of the jobs this statement makes: the check a foreign key would make (runs have none, schema.ts), made
@@ -248,14 +251,17 @@ async function insertJobsAndRuns(
   await db.execute(sql`with new_jobs as (
       insert into jobs (shard, id, tenant_id, key, name, status, schedule, callback, auth_token_enc, payload, retry,
                         relevancy_window_ms, delivery_mode, overlap_policy, catch_up, jitter_ms, metadata,
-                        pause_after_failures, next_run_at, trace_parent, completion, on_success, on_failure, created_at, updated_at)
+                        pause_after_failures, next_run_at, trace_parent, completion, on_success, on_failure,
+                        flow_control_key, auth_secret_enc, body, created_at, updated_at)
       select ${shardOf(tenantId)}::smallint, v.id, ${tenantId}::uuid, v.key, v.name, v.status, v.schedule, v.callback, v.auth_token_enc, v.payload, v.retry,
              v.relevancy_window_ms, v.delivery_mode, v.overlap_policy, v.catch_up, v.jitter_ms, v.metadata,
-             v.pause_after_failures, v.next_run_at, v.trace_parent, v.completion, v.on_success, v.on_failure, ${nowIso}::timestamptz, ${nowIso}::timestamptz
+             v.pause_after_failures, v.next_run_at, v.trace_parent, v.completion, v.on_success, v.on_failure,
+             v.flow_control_key, v.auth_secret_enc, v.body, ${nowIso}::timestamptz, ${nowIso}::timestamptz
       from jsonb_to_recordset(${jobsJson}::jsonb) as v(id uuid, key text, name text, status text, schedule jsonb,
              callback jsonb, auth_token_enc text, payload jsonb, retry jsonb, relevancy_window_ms int, delivery_mode text,
              overlap_policy text, catch_up text, jitter_ms int, metadata jsonb, pause_after_failures int, next_run_at timestamptz,
-             trace_parent text, completion jsonb, on_success jsonb, on_failure jsonb)),
+             trace_parent text, completion jsonb, on_success jsonb, on_failure jsonb, flow_control_key text,
+             auth_secret_enc text, body text)),
     new_runs as (
       insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
       select ${shardOf(tenantId)}::smallint, v.id, ${tenantId}::uuid, v.job_id, v.scheduled_for, ${RUN_TRIGGER.schedule}, ${RUN_STATUS.scheduled},

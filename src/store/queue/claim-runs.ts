@@ -14,7 +14,7 @@ import { sql } from 'drizzle-orm';
 import { decideClaim } from '../../domain/claim-plan.ts';
 import type { ClaimedRun } from '../../domain/claimed-run.ts';
 import { asyncCompletionOf } from '../../domain/completion.ts';
-import { DESTINATION_PATTERN } from '../../domain/destination.ts';
+import { DESTINATION_PATTERN, destinationOf } from '../../domain/destination.ts';
 import { EVENT_DELIVERY_RETRY, EVENT_DELIVERY_WINDOW_MS, type EventSeed } from '../../domain/events.ts';
 import { type BucketDue, type BucketShare, Rotation, shareClaim, shareLeftover } from '../../domain/fair-share.ts';
 import { newId } from '../../domain/ids.ts';
@@ -35,8 +35,9 @@ import { announceRun, type Db, type Executor, type PlannerSettings, pipelined, q
 import { endpointsOfEvents, recordEvents } from '../notifications.ts';
 import { runs } from '../schema.ts';
 import { inBucket, type OnBucketError } from './by-bucket.ts';
+import { type FlowGranted, flowDue, grantFlowRuns } from './claim-flow-runs.ts';
 import { dueBuckets } from './due-backlog.ts';
-import { type HoldCandidate, holdRuns, tenantOfRun } from './hold-runs.ts';
+import { giveBack, type HoldCandidate, holdRuns, tenantOfRun } from './hold-runs.ts';
 
 type Row = {
   id: string;
@@ -68,6 +69,10 @@ type Row = {
   completion: unknown;
   /** The run's tenant: its status and `callbacksPerDay` override (hold-runs.ts `tenantOfRun`). */
   tenant: HoldCandidate['tenant'];
+  /** The flow control the job names, if it exists (null for a result delivery, which no flow control limits). */
+  flow_control_id: string | null;
+  /** The flow control whose start this claim granted the run (claim-flow-runs.ts); null: claimed without one. */
+  flow_id: string | null;
 };
 
 export type ClaimOptions = {
@@ -87,6 +92,12 @@ export type ClaimOptions = {
    * order, and gives the rest back untouched in the same transaction, for other dispatchers. Absent: no cap.
    */
   destinationRoom?: (destination: string) => number;
+  /**
+   * The bucket has flow controls (`BucketDue.flows`): the runs of jobs that name one are claimed through their flow
+   * control (claim-flow-runs.ts) and passed over by the plain claim. Absent or false: a claimed run of such a job (the
+   * flow control is newer than the caller's read of the buckets) is given back untouched.
+   */
+  flows?: boolean;
   /** The default callbacks-per-day quota of a tenant (CHIME_QUOTA_CALLBACKS_PER_DAY; 0 or absent = none): hold-runs.ts. */
   callbacksPerDay?: number;
 };
@@ -104,22 +115,33 @@ const SKIP_WINDOW = 5_000;
  * skipped backlog. Either way the query reads one table in index order, so no plan can turn it into a scan and sort
  * of the whole backlog, or a join of the backlog to itself.
  */
-function dueRuns(shard: number, horizonIso: string, limit: number, skip: string[]) {
-  if (skip.length === 0) {
-    return sql`select id, next_attempt_at from runs
+function dueRuns(shard: number, horizonIso: string, limit: number, skip: string[], flows: boolean) {
+  if (skip.length === 0 && !flows) {
+    return sql`select id, next_attempt_at, null::uuid as flow_id from runs
       where shard = ${shard} and status in ('scheduled', 'retrying') and next_attempt_at <= ${horizonIso}::timestamptz
       order by next_attempt_at limit ${limit} for update skip locked`;
   }
-  return sql`select id, next_attempt_at from runs w
+  // A run whose job names an existing flow control is that flow control's to claim (claim-flow-runs.ts); a result
+  // delivery goes to its own destination, which no flow control limits.
+  const ofNoFlow = flows
+    ? sql`and (w.trigger = ${RUN_TRIGGER.result} or not exists (select 1 from jobs fj, flow_controls f
+             where fj.shard = ${shard} and fj.id = w.job_id and f.shard = ${shard} and f.tenant_id = fj.tenant_id
+               and f.key = fj.flow_control_key))`
+    : sql``;
+  const ofOpenDestination =
+    skip.length === 0
+      ? sql``
+      : sql`and (select coalesce(lower(substring(coalesce(w.callback, wj.callback)->>'url' from ${DESTINATION_PATTERN}::text)), '') from jobs wj
+             where wj.shard = ${shard} and wj.id = w.job_id)
+            <> all(select value from jsonb_array_elements_text(${JSON.stringify(skip)}::jsonb))`;
+  return sql`select id, next_attempt_at, null::uuid as flow_id from runs w
       where shard = ${shard} and status in ('scheduled', 'retrying')
         and next_attempt_at <= coalesce(
           (select next_attempt_at from runs
            where shard = ${shard} and status in ('scheduled', 'retrying') and next_attempt_at <= ${horizonIso}::timestamptz
            order by next_attempt_at offset ${SKIP_WINDOW - 1} limit 1),
           ${horizonIso}::timestamptz)
-        and (select coalesce(lower(substring(coalesce(w.callback, wj.callback)->>'url' from ${DESTINATION_PATTERN}::text)), '') from jobs wj
-             where wj.shard = ${shard} and wj.id = w.job_id)
-            <> all(select value from jsonb_array_elements_text(${JSON.stringify(skip)}::jsonb))
+        ${ofOpenDestination} ${ofNoFlow}
       order by next_attempt_at limit ${limit} for update skip locked`;
 }
 
@@ -143,12 +165,13 @@ export const CLAIM_PLAN: PlannerSettings = {
  * The claim statement (step 1 above) at `nowMs`: locks and leases up to `o.limit` due runs and returns them with their
  * jobs. Run it under CLAIM_PLAN (`queryPlanned`); exported for the plan's test.
  */
-export function claimStatement(o: ClaimOptions & { shard: number }) {
+export function claimStatement(o: ClaimOptions & { shard: number }, granted?: readonly FlowGranted[]) {
   const now = new Date(o.nowMs).toISOString();
   const horizon = new Date(o.nowMs + (o.horizonMs ?? 0)).toISOString();
+  const due = granted ? flowDue(granted) : dueRuns(o.shard, horizon, o.limit, o.skipDestinations ?? [], o.flows ?? false);
   // The due runs are a materialized CTE: evaluated once. As a subquery in FROM, a plan that rescanned it (a nested
   // loop over the bucket's runs, chosen on a small table) locked a new set of runs on every rescan, past the limit.
-  return sql`with due as materialized (${dueRuns(o.shard, horizon, o.limit, o.skipDestinations ?? [])})
+  return sql`with due as materialized (${due})
           update runs r
           set status = 'running', lease_owner = ${o.owner},
               -- A run claimed ahead of its time (horizon) is held from its due time on. The sum is taken in UTC
@@ -156,14 +179,17 @@ export function claimStatement(o: ClaimOptions & { shard: number }) {
               lease_expires_at = ((greatest(${now}::timestamptz, due.next_attempt_at) at time zone 'UTC')
                 + (coalesce((coalesce(r.callback, j.callback)->>'timeoutMs')::int, 10000) + ${o.leaseMarginMs}::int) * interval '1 millisecond') at time zone 'UTC',
               attempts = r.attempts + 1, next_attempt_at = null,
-              started_at = coalesce(r.started_at, greatest(${now}::timestamptz, due.next_attempt_at))
+              started_at = coalesce(r.started_at, greatest(${now}::timestamptz, due.next_attempt_at)), flow_id = due.flow_id
           from due, jobs j
           where r.shard = ${o.shard} and r.id = due.id and j.shard = ${o.shard} and j.id = r.job_id
           returning r.id, r.job_id, r.tenant_id, r.scheduled_for, r.trigger, r.attempts, r.lease_expires_at, due.next_attempt_at as due_at,
                     j.status as job_status, j.schedule, coalesce(r.callback, j.callback) as callback, j.auth_token_enc, j.auth_secret_enc,
                     coalesce(r.payload, j.payload) as payload, case when r.payload is null then j.body end as body, r.event_id, j.retry,
                     j.relevancy_window_ms, j.delivery_mode, j.overlap_policy, j.catch_up, j.jitter_ms,
-                    j.trace_parent, j.on_success, j.on_failure, j.completion, ${tenantOfRun(o.shard)}`;
+                    j.trace_parent, j.on_success, j.on_failure, j.completion, ${tenantOfRun(o.shard)}, due.flow_id,
+                    case when r.trigger <> ${RUN_TRIGGER.result} and j.flow_control_key is not null then
+                      (select f.id from flow_controls f where f.shard = ${o.shard} and f.tenant_id = j.tenant_id and f.key = j.flow_control_key)
+                    end as flow_control_id`;
 }
 
 /** How a claim across buckets shares itself out (`claimRuns`). */
@@ -190,6 +216,7 @@ export async function claimRuns(db: Db, o: ClaimOptions & FairClaim): Promise<Cl
   const rotation = o.rotation ?? new Rotation();
   const buckets = o.buckets ?? (await dueBuckets(db));
   const claimed: ClaimedRun[] = [];
+  const withFlows = new Set(buckets.filter((b) => b.flows).map((b) => b.shard));
   let shares = shareClaim(buckets, o.limit, o.nowMs + (o.horizonMs ?? 0), rotation);
   const tried = new Set<number>();
   const failed = new Set<number>();
@@ -203,7 +230,11 @@ export async function claimRuns(db: Db, o: ClaimOptions & FairClaim): Promise<Cl
     const served: (BucketShare & { claimed: number })[] = [];
     for (const share of shares) {
       tried.add(share.shard);
-      const runs = await inBucket(share.shard, () => claimBucket(db, { ...o, shard: share.shard, limit: share.limit }), onBucketError);
+      const runs = await inBucket(
+        share.shard,
+        () => claimBucket(db, { ...o, shard: share.shard, limit: share.limit, flows: withFlows.has(share.shard) }),
+        onBucketError,
+      );
       if (!runs) continue;
       // A bucket whose runs all ended at the claim (expired, skipped) may still have more due: count what was taken.
       served.push({ ...share, claimed: runs.taken });
@@ -225,10 +256,20 @@ export async function claimRuns(db: Db, o: ClaimOptions & FairClaim): Promise<Cl
 export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): Promise<{ deliver: ClaimedRun[]; taken: number }> {
   return db.transaction(async (tx) => {
     const now = new Date(o.nowMs).toISOString();
-    const claimedRows = await queryPlanned<Row>(tx, CLAIM_PLAN, claimStatement(o));
+    const claimedRows = await claimRows(tx, o);
     if (claimedRows.length === 0) return { deliver: [], taken: 0 };
-    // A suspended tenant's runs and those past its callbacks per day go back untouched (hold-runs.ts).
+    // A suspended tenant's runs and those past its callbacks per day go back untouched (hold-runs.ts), and so do the
+    // runs that are another claim's: a flow control's (claimed by the plain claim) and those over a destination's room.
     const held = await holdRuns(tx, o.shard, claimedRows, o.nowMs, o.callbacksPerDay ?? 0);
+    const notOurs = runsNotOurs(claimedRows, held, o.destinationRoom);
+    if (notOurs.length > 0) {
+      await giveBack(
+        tx,
+        o.shard,
+        notOurs.map((r) => ({ id: r.id, until: new Date(ms(r.due_at)).toISOString() })),
+      );
+      for (const r of notOurs) held.add(r.id);
+    }
     const rows = held.size === 0 ? claimedRows : claimedRows.filter((r) => !held.has(r.id));
 
     const busy = await busyJobs(tx, o.shard, rows);
@@ -319,6 +360,42 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
     await recordEvents(tx, events, o.nowMs, endpoints);
     return { deliver, taken: claimedRows.length };
   });
+}
+
+/**
+ * The claim's rows, due order: in a bucket with flow controls, first the runs their flow controls grant (with the
+ * rate's start as their due time), then, with what is left of the limit, the other due runs.
+ */
+async function claimRows(tx: Executor, o: ClaimOptions & { shard: number }): Promise<Row[]> {
+  const granted = o.flows ? await grantFlowRuns(tx, o.shard, o.limit, o.nowMs, o.horizonMs ?? 0) : [];
+  const flowRows = granted.length > 0 ? await queryPlanned<Row>(tx, CLAIM_PLAN, claimStatement(o, granted)) : [];
+  const left = o.limit - flowRows.length;
+  const rows = left > 0 ? await queryPlanned<Row>(tx, CLAIM_PLAN, claimStatement({ ...o, limit: left })) : [];
+  return [...flowRows, ...rows].sort((a, b) => ms(a.due_at) - ms(b.due_at));
+}
+
+/**
+ * The claimed runs, not already `held`, that this claim gives back untouched: a run of a job whose flow control the
+ * plain claim took (its flow control is newer than the caller's read of the bucket, or the job named it since), and, in
+ * due order, the runs of each destination beyond `destinationRoom` (a flow control's grants are kept: their starts are
+ * in its rate's log, but they count against the room).
+ */
+function runsNotOurs(rows: readonly Row[], held: ReadonlySet<string>, destinationRoom?: (destination: string) => number): Row[] {
+  const out: Row[] = [];
+  const taken = new Map<string, number>();
+  for (const r of rows) {
+    if (held.has(r.id)) continue;
+    if (r.flow_id === null && r.flow_control_id !== null) {
+      out.push(r);
+      continue;
+    }
+    if (!destinationRoom) continue;
+    const destination = destinationOf(r.callback.url);
+    const n = taken.get(destination) ?? 0;
+    taken.set(destination, n + 1);
+    if (r.flow_id === null && n >= destinationRoom(destination)) out.push(r);
+  }
+  return out;
 }
 
 /**

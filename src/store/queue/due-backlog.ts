@@ -16,14 +16,17 @@ const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date
  * @returns an empty array when nothing waits
  */
 export async function dueBuckets(db: Db): Promise<BucketDue[]> {
-  const rows = await acrossBuckets<{ shard: number; due: Date | string | null }>(
+  const rows = await acrossBuckets<{ shard: number; due: Date | string | null; flows: boolean }>(
     db,
     (buckets) => sql`select b.shard, (select next_attempt_at from runs
                          where shard = b.shard and status in ('scheduled', 'retrying')
-                         order by next_attempt_at limit 1) as due
+                         order by next_attempt_at limit 1) as due,
+                       exists (select 1 from flow_controls f where f.shard = b.shard) as flows
         from ${buckets}`,
   );
-  return rows.filter((r) => r.due !== null).map((r) => ({ shard: Number(r.shard), dueAtMs: ms(r.due!) }));
+  return rows
+    .filter((r) => r.due !== null)
+    .map((r) => ({ shard: Number(r.shard), dueAtMs: ms(r.due!), ...(r.flows ? { flows: true } : {}) }));
 }
 
 /** The earliest `next_attempt_at` of any waiting run (epoch ms), or null when nothing waits. */

@@ -138,7 +138,7 @@ export async function holdRuns(
  * Undoes the claim of `runs` (claimed in this transaction): `scheduled` again (`retrying` for a later attempt), the
  * attempt not counted, no lease, waiting until each one's `until` (ISO instant).
  */
-function giveBack(tx: Executor, shard: number, runs: { id: string; until: string }[]) {
+export function giveBack(tx: Executor, shard: number, runs: { id: string; until: string }[]) {
   return query(
     tx,
     sql`update runs r
