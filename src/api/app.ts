@@ -30,6 +30,7 @@ import { compatRoutes } from './routes/compat.ts';
 import { completionRoutes, isCompletionPath } from './routes/completion.ts';
 import { jobLifecycleRoutes } from './routes/job-lifecycle.ts';
 import { jobRoutes } from './routes/jobs.ts';
+import { flowControlRoutes } from './routes/flow-controls.ts';
 import { notificationRoutes } from './routes/notifications.ts';
 import { resultDeliveryRoutes } from './routes/result-deliveries.ts';
 import { runRoutes } from './routes/runs.ts';
@@ -142,6 +143,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.route('/', completionRoutes());
   app.route('/', usageRoutes());
   app.route('/', notificationRoutes());
+  app.route('/', flowControlRoutes());
   app.route('/', resultDeliveryRoutes());
   app.route('/', auditLogRoutes());
   app.route('/', compatRoutes());

@@ -50,6 +50,11 @@ export const ROUTE_SCOPES: Readonly<Record<string, Scope | typeof ANY_KEY>> = {
   'DELETE /v1/notification-endpoints/:endpointId': 'notifications:manage',
   'GET /v1/notification-endpoints/:endpointId/deliveries': 'notifications:manage',
 
+  'PUT /v1/flow-controls/:key': 'flow-controls:manage',
+  'GET /v1/flow-controls': 'flow-controls:manage',
+  'GET /v1/flow-controls/:key': 'flow-controls:manage',
+  'DELETE /v1/flow-controls/:key': 'flow-controls:manage',
+
   // The compatibility routes (API.md "Compatibility routes") need what their /v1 counterparts need.
   'POST /jobs': 'jobs:write',
   'PATCH /jobs/:jobId': 'jobs:write',

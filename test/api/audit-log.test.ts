@@ -204,6 +204,23 @@ describe.each(DATABASE_TARGETS)('audit log ($kind)', (target) => {
           () => [['notification_endpoint.deleted', ep]],
         );
       },
+      'PUT /v1/flow-controls/:key': async () => {
+        await expectEntries(
+          () => tenant.api.request('PUT', '/v1/flow-controls/crm', { parallelism: 5 }),
+          () => [['flow_control.created', 'crm']],
+        );
+        await expectEntries(
+          () => tenant.api.request('PUT', '/v1/flow-controls/crm', { parallelism: 5, paused: true, rate: { limit: 9, periodMs: 1000 } }),
+          () => [['flow_control.updated', 'crm', ['rate', 'paused']]],
+        );
+      },
+      'DELETE /v1/flow-controls/:key': async () => {
+        await tenant.api.request('PUT', '/v1/flow-controls/gone', {});
+        await expectEntries(
+          () => tenant.api.request('DELETE', '/v1/flow-controls/gone'),
+          () => [['flow_control.deleted', 'gone']],
+        );
+      },
       'POST /jobs': async () => {
         await expectEntries(
           () => tenant.api.post('/jobs', { name: 'compat', cronExpr: '0 3 * * *', handlerUrl: HOOK }),

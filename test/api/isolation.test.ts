@@ -222,6 +222,22 @@ const CASES: Record<string, Case> = {
       (await a.tenant.api.get('/v1/notification-endpoints')).body.endpoints.map((e: { endpointId: string }) => e.endpointId),
     ).toContain(a.endpointId);
   },
+  'PUT /v1/flow-controls/:key': async (b, a) => {
+    // The same key names B's own flow control: A's is not replaced.
+    expect((await b.api.request('PUT', '/v1/flow-controls/a-only', { parallelism: 9 })).status).toBe(201);
+    expect((await a.tenant.api.get('/v1/flow-controls/a-only')).body).toMatchObject({ parallelism: 3, rate: { limit: 7 } });
+    expect((await b.api.request('DELETE', '/v1/flow-controls/a-only')).status).toBe(204);
+  },
+  'GET /v1/flow-controls': async (b) => {
+    const r = await b.api.get('/v1/flow-controls');
+    expect(r.status).toBe(200);
+    expect(r.body.flowControls.map((f: { key: string }) => f.key)).not.toContain('a-only');
+  },
+  'GET /v1/flow-controls/:key': async (b) => expectNotFound(await b.api.get('/v1/flow-controls/a-only'), 'flow control'),
+  'DELETE /v1/flow-controls/:key': async (b, a) => {
+    expectNotFound(await b.api.request('DELETE', '/v1/flow-controls/a-only'), 'delete flow control');
+    expect((await a.tenant.api.get('/v1/flow-controls/a-only')).status).toBe(200);
+  },
   'GET /v1/jobs/:jobId/result-deliveries': async (b, a) => {
     expectNotFound(await b.api.get(`/v1/jobs/${a.jobId}/result-deliveries`), 'result deliveries');
     expect((await a.tenant.api.get(`/v1/jobs/${a.jobId}/result-deliveries`)).status).toBe(200);
@@ -260,6 +276,7 @@ describe.each(WITH_CITUS)('cross-tenant isolation ($kind)', (target) => {
     const key = await tenant.api.post('/v1/api-keys', { name: 'a-second-key' });
     const endpoint = await tenant.api.post('/v1/notification-endpoints', { url: 'http://127.0.0.1:9/a-events', events: ['run.failed'] });
     expect(endpoint.status).toBe(201);
+    expect((await tenant.api.request('PUT', '/v1/flow-controls/a-only', { parallelism: 3, rate: { limit: 7, periodMs: 1000 } })).status).toBe(201);
     a = { tenant, jobId: job.body.jobId, keys, runId, failedRunId, keyId: key.body.keyId, endpointId: endpoint.body.endpointId };
     before = await tenantSnapshot(app.database, tenant.tenantId);
   });

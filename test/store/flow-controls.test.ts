@@ -13,6 +13,7 @@ import { shardOf } from '../../src/domain/shard.ts';
 import { query } from '../../src/store/db.ts';
 import { deleteFlowControl, FlowControlInUseError, getFlowControl, putFlowControl } from '../../src/store/flow-controls.ts';
 import { createJob } from '../../src/store/jobs.ts';
+import { FLOW_START_DELAY_MS } from '../../src/store/queue/claim-flow-runs.ts';
 import { claimBucket, claimRuns } from '../../src/store/queue/claim-runs.ts';
 import { reapExpiredLeases } from '../../src/store/queue/reap-leases.ts';
 import { WITH_CITUS } from '../support/databases.ts';
@@ -78,8 +79,9 @@ describe.each(WITH_CITUS)('flow controls at the claim ($kind)', (target) => {
         .filter((j) => free.includes(j))
         .sort(),
     ).toEqual([...free].sort());
-    // A granted start is never before the claim's now (nor the run's due time).
-    expect(a.filter((r) => limited.includes(r.jobId)).map((r) => r.dueAtMs)).toEqual([T0 + 100, T0 + 100, T0 + 100]);
+    // A granted start is never before the claim's now (nor the run's due time): FLOW_START_DELAY_MS after it.
+    const start = T0 + 100 + FLOW_START_DELAY_MS;
+    expect(a.filter((r) => limited.includes(r.jobId)).map((r) => r.dueAtMs)).toEqual([start, start, start]);
 
     const b = await claim('B', T0 + 200);
     expect(b).toEqual([]);
@@ -112,10 +114,11 @@ describe.each(WITH_CITUS)('flow controls at the claim ($kind)', (target) => {
     await put('r5', { rate: { limit: 5, periodMs: period } });
     const limited = await jobs(12, 'r5');
     const first = await claim('A', T0 + 20, { horizonMs: 250 });
+    expect(first.map((r) => r.dueAtMs)).toEqual(first.map(() => T0 + 20 + FLOW_START_DELAY_MS));
     expect(jobsOf(first)).toEqual(limited.slice(0, 5));
     expect(await claim('A', T0 + 500, { horizonMs: 250 })).toEqual([]);
     const window = period + rateSlackMs(period);
-    const second = await claim('B', T0 + window - 100, { horizonMs: 250 });
+    const second = await claim('B', T0 + window - 100, { horizonMs: 250 + FLOW_START_DELAY_MS });
     expect(jobsOf(second)).toEqual(limited.slice(5, 10));
     // Each start is at least a window after the start it replaces in the log, and never before its run is due.
     const starts = [...first, ...second].map((r) => r.dueAtMs);

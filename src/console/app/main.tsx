@@ -10,6 +10,7 @@ import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { setIcon } from './icon.ts';
 import { AuditPage } from './pages/audit.tsx';
 import { DeadLettersPage } from './pages/dead-letters.tsx';
+import { FlowControlsPage } from './pages/flow-controls.tsx';
 import { JobPage } from './pages/job.tsx';
 import { JobFormPage } from './pages/job-form.tsx';
 import { JobsPage } from './pages/jobs.tsx';
@@ -26,6 +27,7 @@ const NAV = [
   ['/console/runs', 'Runs', 'runs:read'],
   ['/console/dead-letters', 'Dead letters', 'runs:read'],
   ['/console/usage', 'Usage', 'usage:read'],
+  ['/console/flow-controls', 'Flow controls', 'flow-controls:manage'],
   ['/console/keys', 'Keys and secrets', 'keys:manage'],
   ['/console/audit', 'Audit log', 'audit:read'],
 ] as const;
@@ -65,6 +67,7 @@ function Layout() {
           <Route path="/console/keys" component={KeysPage} />
           <Route path="/console/usage" component={UsagePage} />
           <Route path="/console/audit" component={AuditPage} />
+          <Route path="/console/flow-controls" component={FlowControlsPage} />
           <Route path="/console" component={ToJobs} />
           <Route default component={NotFoundPage} />
         </Router>

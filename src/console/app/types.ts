@@ -4,6 +4,7 @@
  */
 import type { z } from 'zod';
 import type { AuditEntrySchema } from '../../api/routes/audit-log.ts';
+import type { FlowControlSchema } from '../../api/routes/flow-controls.ts';
 import type { ResultDeliverySchema } from '../../api/routes/result-deliveries.ts';
 import type { ApiKeySchema, CallerTenantSchema, SigningSecretRotationSchema } from '../../api/routes/tenants.ts';
 import type { UsageSchema } from '../../api/routes/usage.ts';
@@ -28,6 +29,8 @@ export type ResultDelivery = z.infer<typeof ResultDeliverySchema>;
 export type AuditEntry = z.infer<typeof AuditEntrySchema>;
 /** `GET /v1/usage`. */
 export type Usage = z.infer<typeof UsageSchema>;
+
+export type FlowControl = z.infer<typeof FlowControlSchema>;
 /** A page of a list: the items under their field, and the cursor of the next page (null on the last). */
 export type Page<K extends string, T> = { [k in K]: T[] } & { nextCursor: string | null };
 /** A field the API named in a `400` (`path` as in the request body, dotted: `callback.url`). */

@@ -35,13 +35,23 @@ export type FlowGranted = { id: string; startAtMs: number; flowId: string };
 const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
 
 /**
- * Grants starts to up to `limit` waiting runs of bucket `shard`'s flow controls at `nowMs` (epoch ms), looking
- * `horizonMs` ahead, in the caller's claim transaction `tx`: locks the flow controls it serves and the runs it grants
+ * How far after the claim's now a granted start is at the earliest, in ms. A start granted for "now" leaves only once
+ * the claim has committed, later by however long the claim took, while one granted ahead leaves on its timer: that
+ * difference would let the receiver see more than the rate allows in a window. Granted this far ahead, every start
+ * leaves on its timer (a claim takes less).
+ */
+export const FLOW_START_DELAY_MS = 100;
+
+/**
+ * Grants starts to up to `limit` waiting runs of bucket `shard`'s flow controls, from FLOW_START_DELAY_MS after
+ * `claimNowMs` (epoch ms) to `claimHorizonMs` after it (or at that delay when the horizon is shorter), in the caller's claim transaction `tx`: locks the flow controls it serves and the runs it grants
  * until the transaction ends, and writes each served rate's log. The flow controls are served from a random one on,
  * so that one key's backlog cannot take every claim's limit.
  * @returns the runs granted, to lease in the same transaction (`flowDue`)
  */
-export async function grantFlowRuns(tx: Executor, shard: number, limit: number, nowMs: number, horizonMs: number): Promise<FlowGranted[]> {
+export async function grantFlowRuns(tx: Executor, shard: number, limit: number, claimNowMs: number, claimHorizonMs: number): Promise<FlowGranted[]> {
+  const nowMs = claimNowMs + FLOW_START_DELAY_MS;
+  const horizonMs = Math.max(0, claimHorizonMs - FLOW_START_DELAY_MS);
   const flows = await query<FlowRow>(
     tx,
     sql`select f.id, f.tenant_id, f.key, f.rate_limit, f.rate_period_ms, f.parallelism, f.starts,
