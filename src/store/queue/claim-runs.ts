@@ -123,10 +123,10 @@ function dueRuns(shard: number, horizonIso: string, limit: number, skip: string[
   }
   // A run whose job names an existing flow control is that flow control's to claim (claim-flow-runs.ts); a result
   // delivery goes to its own destination, which no flow control limits.
+  // The bucket's jobs that name a flow control, read once per claim (a hashed subplan), not looked up per run passed.
   const ofNoFlow = flows
-    ? sql`and (w.trigger = ${RUN_TRIGGER.result} or not exists (select 1 from jobs fj, flow_controls f
-             where fj.shard = ${shard} and fj.id = w.job_id and f.shard = ${shard} and f.tenant_id = fj.tenant_id
-               and f.key = fj.flow_control_key))`
+    ? sql`and (w.trigger = ${RUN_TRIGGER.result} or w.job_id not in (select fj.id from flow_controls f, jobs fj
+             where f.shard = ${shard} and fj.tenant_id = f.tenant_id and fj.shard = ${shard} and fj.flow_control_key = f.key))`
     : sql``;
   const ofOpenDestination =
     skip.length === 0
