@@ -67,7 +67,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('a flow control across a dispatc
         flowControlKey: 'crm',
       })),
     });
-    expect(batch.status, JSON.stringify(batch.body)).toBe(201);
+    expect(batch.body.results.map((r: { status: number }) => r.status), JSON.stringify(batch.body).slice(0, 500)).toEqual(
+      Array(RUNS).fill(201),
+    );
     for (let i = 0; i < 3; i++) dispatchers.push(await startChime({ ...db.env, ...DISPATCHER_ENV }, ['serve', '--role', 'dispatcher']));
     const owners = dispatchers.map(ownerOf);
     expect(owners.every(Boolean)).toBe(true);
