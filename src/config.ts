@@ -45,6 +45,7 @@ const EnvSchema = z.object({
   CHIME_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   CHIME_DISPATCH_CONCURRENCY: positiveInt.optional(),
   CHIME_DISPATCH_PER_DESTINATION: positiveInt.default(DISPATCHER_DEFAULTS.perDestination),
+  CHIME_ADAPTIVE_CONCURRENCY: bool.default(DISPATCHER_DEFAULTS.adaptiveConcurrency),
   CHIME_DISPATCH_BATCH_SIZE: positiveInt.max(1000).default(DISPATCHER_DEFAULTS.batchSize),
   CHIME_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(DISPATCHER_DEFAULTS.shutdownGraceMs),
   CHIME_LEASE_MARGIN_MS: z.coerce.number().int().min(0).default(DISPATCHER_DEFAULTS.leaseMarginMs),
@@ -90,6 +91,8 @@ export type Config = {
   dispatch: {
     concurrency: number;
     perDestination: number;
+    /** Whether each destination's limit adapts between 1 and `perDestination` (CHIME_ADAPTIVE_CONCURRENCY). */
+    adaptiveConcurrency: boolean;
     batchSize: number;
     shutdownGraceMs: number;
     /** Lease = callback timeout + this, in ms. */
@@ -173,6 +176,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     dispatch: {
       concurrency: e.CHIME_DISPATCH_CONCURRENCY ?? (e.DATABASE_URL ? DISPATCHER_DEFAULTS.concurrency : EMBEDDED_DISPATCH_CONCURRENCY),
       perDestination: e.CHIME_DISPATCH_PER_DESTINATION,
+      adaptiveConcurrency: e.CHIME_ADAPTIVE_CONCURRENCY,
       batchSize: e.CHIME_DISPATCH_BATCH_SIZE,
       shutdownGraceMs: e.CHIME_SHUTDOWN_GRACE_MS,
       leaseMarginMs: e.CHIME_LEASE_MARGIN_MS,

@@ -12,7 +12,7 @@ import { JobStateError } from '../store/job-lifecycle.ts';
 import { JobKeyTakenError, QuotaExceededError } from '../store/jobs.ts';
 import { publicJwks } from '../store/jwt-keys.ts';
 import { EndpointLimitError } from '../store/notifications.ts';
-import { limitBody } from './body-limit.ts';
+import { BATCH_PATH, bodyLimitOf, limitBody } from './body-limit.ts';
 import { consoleRoutes } from './console.ts';
 import { type AppDeps, type AppEnv, withSource } from './env.ts';
 import { jsonGuard, requireJsonMediaType } from './json-guard.ts';
@@ -28,22 +28,15 @@ import { bulkRoutes } from './routes/bulk.ts';
 import { errorCodes } from './routes/common.ts';
 import { compatRoutes } from './routes/compat.ts';
 import { completionRoutes, isCompletionPath } from './routes/completion.ts';
+import { flowControlRoutes } from './routes/flow-controls.ts';
 import { jobLifecycleRoutes } from './routes/job-lifecycle.ts';
 import { jobRoutes } from './routes/jobs.ts';
-import { flowControlRoutes } from './routes/flow-controls.ts';
 import { notificationRoutes } from './routes/notifications.ts';
 import { resultDeliveryRoutes } from './routes/result-deliveries.ts';
 import { runRoutes } from './routes/runs.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { bearer, signupRoutes, tenantRoutes } from './routes/tenants.ts';
 import { usageRoutes } from './routes/usage.ts';
-
-/** Largest request body, in bytes (API.md "Conventions"). */
-export const MAX_BODY_BYTES = 64 * 1024;
-/** Largest body of `POST /v1/jobs/batch`, in bytes. */
-export const MAX_BATCH_BODY_BYTES = 1024 * 1024;
-/** The one route whose body may be MAX_BATCH_BODY_BYTES. */
-const BATCH_PATH = '/v1/jobs/batch';
 
 /** Builds the app over `deps`; nothing global, so tests can build as many as they like. */
 export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
@@ -66,7 +59,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.use(
     '*',
     limitBody(
-      (c) => (c.req.path === BATCH_PATH ? MAX_BATCH_BODY_BYTES : MAX_BODY_BYTES),
+      (c) => bodyLimitOf(c.req.method, c.req.path),
       (c, max) => {
         throw new ApiError('payload_too_large', `${c.req.path === BATCH_PATH ? 'batch ' : ''}request bodies are limited to ${max} bytes`);
       },

@@ -45,3 +45,26 @@ export function limitBody(
     return bodyLimit({ maxSize: max, onError: (ctx) => onError(ctx, max) })(c, next);
   };
 }
+
+/** Largest request body, in bytes (API.md "Conventions"). */
+export const MAX_BODY_BYTES = 64 * 1024;
+/** Largest body of `POST /v1/jobs/batch`, in bytes. */
+export const MAX_BATCH_BODY_BYTES = 1024 * 1024;
+/** Largest body of a job route (create, replace by key, change), in bytes: a 256 KiB `body` and the rest of the job. */
+export const MAX_JOB_BODY_BYTES = 320 * 1024;
+/** The one route whose body may be MAX_BATCH_BODY_BYTES. */
+export const BATCH_PATH = '/v1/jobs/batch';
+
+/**
+ * The body limit of a request, in bytes (API.md "Conventions", "Destination control"): MAX_BATCH_BODY_BYTES for
+ * `POST /v1/jobs/batch`, MAX_JOB_BODY_BYTES for `POST /v1/jobs`, `PUT /v1/jobs/by-key/:key` and
+ * `PATCH /v1/jobs/:jobId` (a job's `body` may be 256 KiB), MAX_BODY_BYTES for every other.
+ */
+export function bodyLimitOf(method: string, path: string): number {
+  if (path === BATCH_PATH) return MAX_BATCH_BODY_BYTES;
+  const jobRoute =
+    (method === 'POST' && path === '/v1/jobs') ||
+    (method === 'PUT' && path.startsWith('/v1/jobs/by-key/')) ||
+    (method === 'PATCH' && /^\/v1\/jobs\/[^/]+$/.test(path));
+  return jobRoute ? MAX_JOB_BODY_BYTES : MAX_BODY_BYTES;
+}

@@ -7,7 +7,7 @@ import type { z } from '@hono/zod-openapi';
 import { callbackHeadersIssues } from '../domain/callback-headers.ts';
 import { normalizeCompletion } from '../domain/completion.ts';
 import { checkCallbackUrl } from '../domain/destination.ts';
-import type { CallbackSpec, JobSpec } from '../domain/job.ts';
+import type { CallbackAuth, CallbackSpec, JobSpec } from '../domain/job.ts';
 import type { SuccessBody } from '../domain/receiver-control.ts';
 import { resolveRetryPolicy } from '../domain/retry.ts';
 import { normalizeSchedule, type Schedule, scheduleIssues } from '../domain/schedule.ts';
@@ -40,29 +40,75 @@ export function scheduleFieldErrors(schedule: Schedule, nowMs: number): FieldErr
   return scheduleIssues(schedule, nowMs).map((i) => ({ path: `schedule.${i.path}`, message: i.message }));
 }
 
+/** What goes with a callback that `validateCallback` checks it against: the job's token, payload and body. */
+export type CallbackContext = {
+  /** The job has (or will have) `callback.authToken`. */
+  hasAuthToken: boolean;
+  payload: unknown;
+  /** The job's body that is not JSON (`body`); absent or null: none. */
+  body?: unknown;
+};
+
 /**
  * Checks a callback beyond its schema: the destination is allowed (and, for a host name, resolves to allowed
- * addresses), every header can be sent as given (`callbackHeadersIssues`: RFC 9110 names and values, no reserved
- * name, Authorization not set twice), GET carries no payload. A part left out (`url`, `method`, `headers`) is not checked.
- * @returns the problems found, with paths under `callback.` (or `payload`)
+ * addresses), and so is an OAuth2 `tokenUrl`; every header can be sent as given (`callbackHeadersIssues`: RFC 9110
+ * names and values, no reserved name, Authorization not set twice); `authToken` and `auth` are not both set; GET
+ * carries no payload or body; `payload` and `body` are not both set. A part left out (`url`, `method`, `headers`,
+ * `auth`) is not checked.
+ * @returns the problems found, with paths under `callback.` (or `payload`, `body`)
  */
 export async function validateCallback(
-  callback: Partial<Pick<CallbackSpec, 'url' | 'method' | 'headers'>>,
-  hasAuthToken: boolean,
-  payload: unknown,
+  callback: Partial<Pick<CallbackSpec, 'url' | 'method' | 'headers'>> & { auth?: { type: string; tokenUrl?: string } | null },
+  context: CallbackContext,
   deps: AppDeps,
 ): Promise<FieldError[]> {
+  const { hasAuthToken, payload, body } = context;
   const errors: FieldError[] = [];
   const refused = callback.url === undefined ? null : await destinationIssue(callback.url, deps);
   if (refused) errors.push({ path: 'callback.url', message: refused });
+  const auth = callback.auth ?? null;
+  if (auth && hasAuthToken) errors.push({ path: 'callback.auth', message: 'set either callback.authToken or callback.auth, not both' });
+  // The token request goes through the same destination guard as the callback (API.md "Destination control").
+  if (auth?.type === 'oauth2' && typeof auth.tokenUrl === 'string') {
+    const tokenRefused = await destinationIssue(auth.tokenUrl, deps);
+    if (tokenRefused) errors.push({ path: 'callback.auth.tokenUrl', message: tokenRefused });
+  }
   // The rule delivery also applies (src/domain/callback-headers.ts): what is accepted here can be sent as given.
   for (const { name, message } of callbackHeadersIssues(callback.headers ?? {}, { hasAuthToken })) {
     errors.push({ path: `callback.headers.${name}`, message });
   }
-  if (callback.method === 'GET' && payload !== undefined && payload !== null) {
-    errors.push({ path: 'payload', message: 'a GET callback carries no body' });
+  if (auth) {
+    for (const name of Object.keys(callback.headers ?? {})) {
+      if (name.toLowerCase() === 'authorization' && !hasAuthToken) {
+        errors.push({ path: `callback.headers.${name}`, message: 'set either callback.auth or an Authorization header, not both' });
+      }
+    }
   }
+  const hasPayload = payload !== undefined && payload !== null;
+  const hasBody = body !== undefined && body !== null;
+  if (callback.method === 'GET' && hasPayload) errors.push({ path: 'payload', message: 'a GET callback carries no body' });
+  if (callback.method === 'GET' && hasBody) errors.push({ path: 'body', message: 'a GET callback carries no body' });
+  if (hasPayload && hasBody) errors.push({ path: 'body', message: 'send either payload (JSON) or body (sent as is), not both' });
   return errors;
+}
+
+/** A schema-valid `callback.auth` as sent; its secret may be left out on a PATCH (to keep the job's). */
+export type AuthInput =
+  | { type: 'basic'; username: string; password?: string }
+  | { type: 'oauth2'; tokenUrl: string; clientId: string; clientSecret?: string; scope?: string; audience?: string };
+
+/**
+ * A `callback.auth` split into what is stored in the callback (shown in the Job) and its secret (sealed apart:
+ * `JobSpec.authSecret`), built field by field so that no secret reaches the callback.
+ * @returns `secret`: the password or client secret; null for an empty basic password (an API key as the user-id:
+ *   nothing to seal); undefined when it was left out
+ */
+export function splitAuth(auth: AuthInput): { auth: CallbackAuth; secret: string | null | undefined } {
+  if (auth.type === 'basic') {
+    return { auth: { type: 'basic', username: auth.username }, secret: auth.password === undefined ? undefined : auth.password || null };
+  }
+  const { clientSecret, type, tokenUrl, clientId, scope, audience } = auth;
+  return { auth: { type, tokenUrl, clientId, ...(scope ? { scope } : {}), ...(audience ? { audience } : {}) }, secret: clientSecret };
 }
 
 /**
@@ -124,7 +170,11 @@ export async function jobRuleErrors(raw: unknown, deps: AppDeps, nowMs: number):
   const callback = validFields(CallbackSchema.shape, fieldOf(raw, 'callback'));
   return [
     ...(schedule.success ? scheduleFieldErrors(schedule.data, nowMs) : []),
-    ...(await validateCallback(callback, Boolean(callback.authToken), fieldOf(raw, 'payload'), deps)),
+    ...(await validateCallback(
+      callback,
+      { hasAuthToken: Boolean(callback.authToken), payload: fieldOf(raw, 'payload'), body: fieldOf(raw, 'body') },
+      deps,
+    )),
     ...(await resultRouteErrors({ onSuccess: fieldOf(raw, 'onSuccess'), onFailure: fieldOf(raw, 'onFailure') }, deps)),
   ];
 }
@@ -147,11 +197,16 @@ export async function toJobSpec(body: JobBody, deps: AppDeps, nowMs: number, kno
   const errors = [
     ...known,
     ...scheduleFieldErrors(body.schedule, nowMs),
-    ...(await validateCallback(body.callback, Boolean(body.callback.authToken), body.payload, deps)),
+    ...(await validateCallback(
+      body.callback,
+      { hasAuthToken: Boolean(body.callback.authToken), payload: body.payload, body: body.body },
+      deps,
+    )),
     ...(await resultRouteErrors(body, deps)),
   ];
   if (errors.length > 0) throw validationError(errors);
 
+  const auth = body.callback.auth ? splitAuth(body.callback.auth) : null;
   return {
     name: body.name ?? null,
     key: body.key ?? null,
@@ -163,9 +218,15 @@ export async function toJobSpec(body: JobBody, deps: AppDeps, nowMs: number, kno
       successStatusCodes: body.callback.successStatusCodes as StatusCodeSpec[],
       timeoutMs: body.callback.timeoutMs,
       ...(body.callback.successBody ? { successBody: body.callback.successBody as SuccessBody } : {}),
+      ...(auth ? { auth: auth.auth } : {}),
+      ...(body.callback.contentType ? { contentType: body.callback.contentType } : {}),
+      ...(body.callback.jwtAudience ? { jwtAudience: body.callback.jwtAudience } : {}),
     },
     authToken: body.callback.authToken ?? null,
+    authSecret: auth?.secret ?? null,
     payload: body.payload ?? null,
+    body: body.body ?? null,
+    flowControlKey: body.flowControlKey ?? null,
     retry: resolveRetryPolicy(body.retry),
     relevancyWindowMs: body.relevancyWindowMs ?? null,
     deliveryMode: body.deliveryMode ?? 'at-least-once',

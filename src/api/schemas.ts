@@ -14,10 +14,23 @@ import {
 } from '../domain/completion.ts';
 import { DEFAULT_TIMEOUT_MS, HTTP_METHODS, MAX_CALLBACK_HEADERS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from '../domain/job.ts';
 import { isJsonPointer } from '../domain/receiver-control.ts';
-import { MAX_ATTEMPTS_LIMIT, MAX_BACKOFF_MS, RETRY_STRATEGIES } from '../domain/retry.ts';
 import { isStorableInstant, MAX_DATES, MAX_INSTANT_MS, MAX_JITTER_MS, MIN_INSTANT_MS, MIN_INTERVAL_MS } from '../domain/schedule.ts';
 import { CATCH_UP_POLICIES, DELIVERY_MODES, JOB_STATUSES, OVERLAP_POLICIES, RUN_STATUSES, RUN_TRIGGERS } from '../domain/states.ts';
 import { STATUS_CLASS_PATTERN } from '../domain/status-codes.ts';
+import {
+  CallbackAuthPatchSchema,
+  CallbackAuthSchema,
+  CallbackBodySchema,
+  ContentTypeSchema,
+  FlowControlKeySchema,
+  JwtAudienceSchema,
+  RetryFieldsSchema,
+  RetrySchema,
+  retryIssues,
+} from './destination-schemas.ts';
+
+// The job fields of "Destination control", for the routes that import them from here with the others.
+export { CallbackAuthSchema, CallbackBodySchema, FlowControlKeySchema, RetryFieldsSchema, RetrySchema, retryIssues };
 
 /**
  * Longest relevancy window and jitter, in ms (24 days, 1 day). 24 days is the most whole days that fit the
@@ -131,6 +144,9 @@ export const CallbackSchema = z
     successStatusCodes: callbackFields.successStatusCodes.default(['2xx']),
     timeoutMs: callbackFields.timeoutMs.default(DEFAULT_TIMEOUT_MS),
     successBody: callbackFields.successBody.optional(),
+    auth: CallbackAuthSchema.optional(),
+    contentType: ContentTypeSchema.optional(),
+    jwtAudience: JwtAudienceSchema.optional(),
   })
   .openapi('Callback');
 
@@ -148,18 +164,11 @@ export const CallbackPatchSchema = z.strictObject({
   timeoutMs: callbackFields.timeoutMs.optional(),
   /** null removes the rule. */
   successBody: callbackFields.successBody.nullable().optional(),
+  /** null removes the auth; a secret left out keeps the job's (same type). */
+  auth: CallbackAuthPatchSchema.nullable().optional(),
+  contentType: ContentTypeSchema.nullable().optional(),
+  jwtAudience: JwtAudienceSchema.nullable().optional(),
 });
-
-export const RetrySchema = z
-  .strictObject({
-    strategy: z.enum(RETRY_STRATEGIES).optional(),
-    maxAttempts: int(1, MAX_ATTEMPTS_LIMIT).optional(),
-    initialDelayMs: int(0, MAX_BACKOFF_MS).optional(),
-    maxDelayMs: int(0, MAX_BACKOFF_MS).optional(),
-    multiplier: z.number().min(1).max(10).optional(),
-    jitter: z.boolean().optional(),
-  })
-  .openapi('RetryPolicy');
 
 /**
  * A job's `completion` (API.md "Long-running jobs"): `response` (the default: the response decides the run) or `async`
@@ -186,6 +195,8 @@ const jobFields = {
   schedule: ScheduleSchema,
   callback: CallbackSchema,
   payload: z.unknown().optional(),
+  body: CallbackBodySchema.optional(),
+  flowControlKey: FlowControlKeySchema.nullable().optional(),
   retry: RetrySchema.optional(),
   relevancyWindowMs: int(0, MAX_RELEVANCY_WINDOW_MS).nullable().optional(),
   deliveryMode: z.enum(DELIVERY_MODES).optional(),
@@ -225,8 +236,24 @@ export const JobSchema = z
       timeoutMs: z.number(),
       // `equals` as any JSON value: the response's typing turns `unknown` into `null`.
       successBody: z.union([z.object({ contains: z.string() }), z.object({ jsonPointer: z.string(), equals: z.any() })]).nullable(),
+      /** The auth's public part; never its password or client secret. */
+      auth: z
+        .object({
+          type: z.enum(['basic', 'oauth2']),
+          username: z.string().optional(),
+          tokenUrl: z.string().optional(),
+          clientId: z.string().optional(),
+          scope: z.string().optional(),
+          audience: z.string().optional(),
+        })
+        .nullable(),
+      contentType: z.string().nullable(),
+      jwtAudience: z.string().nullable(),
     }),
     payload: z.unknown(),
+    /** The body sent as is instead of `payload`, or null. */
+    body: z.string().nullable(),
+    flowControlKey: z.string().nullable(),
     retry: RetrySchema,
     relevancyWindowMs: z.number().nullable(),
     deliveryMode: z.enum(DELIVERY_MODES),

@@ -15,9 +15,11 @@ import {
   resultBody,
 } from '../domain/receiver-control.ts';
 import { storableText } from '../domain/storable-text.ts';
+import { sendWithAuth } from './callback-auth.ts';
 import { buildCallbackRequest } from './callback-request.ts';
 import type { CallbackRequest, Deliver } from './deliver.ts';
 import type { Keyring } from './keyring.ts';
+import { createOAuthTokens, type OAuthTokens } from './oauth-token.ts';
 import { type DispatchTracer, redactedUrl } from './tracing.ts';
 
 export type AttemptDeps = {
@@ -33,10 +35,24 @@ export type AttemptDeps = {
   abandoned?: (run: ClaimedRun) => boolean;
   /** Makes a client span per request sent (README "Traces"); absent: none, and no `traceparent` header. */
   tracer?: DispatchTracer;
+  /** OAuth2 tokens of `callback.auth` (oauth-token.ts); absent: one cache per `deliver` (`tokensFor`). */
+  tokens?: OAuthTokens;
 };
 
+/** One token cache per delivery function, so a driver that passes none still shares tokens across its attempts. */
+const tokenCaches = new WeakMap<Deliver, OAuthTokens>();
+
+/** The token cache of `deps`: its own, else the one of its `deliver`. */
+function tokensFor(deps: AttemptDeps): OAuthTokens {
+  if (deps.tokens) return deps.tokens;
+  let tokens = tokenCaches.get(deps.deliver);
+  if (!tokens) tokenCaches.set(deps.deliver, (tokens = createOAuthTokens(deps)));
+  return tokens;
+}
+
 /**
- * Builds, signs and sends the callback of `run`, then decides what its result means (API.md "The callback request").
+ * Builds, signs and sends the callback of `run` (with its `callback.auth`: callback-auth.ts), then decides what its
+ * result means (API.md "The callback request").
  * @returns the outcome to record, or null when `abandoned(run)` said the run is no longer ours to send
  * Never throws: delivery and build errors become failed attempts.
  */
@@ -48,11 +64,20 @@ export async function performAttempt(run: ClaimedRun, deps: AttemptDeps): Promis
   let traceParent: string | undefined;
   try {
     const req = await buildCallbackRequest(run, deps.keyring, startedAtMs, deps.userAgent);
-    if (deps.abandoned?.(run)) return null;
     // The whole body (to 64 KiB) only when something reads it: memory per request in flight stays at the excerpt.
     if (run.callback.successBody || run.onSuccess || run.onFailure) req.keepBodyBytes = RESPONSE_BODY_KEEP_BYTES;
-    if (deps.tracer) [result, traceParent] = await deliverTraced(deps.tracer, run, req, deps);
-    else result = await deps.deliver(req, () => clock.now());
+    const { tracer } = deps;
+    const send = async (r: CallbackRequest): Promise<HttpResult> => {
+      if (!tracer) return deps.deliver(r, () => clock.now());
+      let sent: HttpResult;
+      [sent, traceParent] = await deliverTraced(tracer, run, r, deps);
+      return sent;
+    };
+    const authDeps = { clock, keyring: deps.keyring, tokens: tokensFor(deps) };
+    // Checked immediately before each request leaves (invariant 14), after any token request.
+    const sent = await sendWithAuth(run, req, authDeps, send, () => deps.abandoned?.(run) ?? false, startedAtMs);
+    if (sent === null) return null;
+    result = sent;
   } catch (err) {
     deps.onBuildError?.(err, run);
     result = { kind: 'error', errorClass: ERROR_CLASS.internal, message: `internal error: ${(err as Error).message}`, maybeSent: false };

@@ -7,11 +7,12 @@
 import { REAP_INTERVAL_DEFAULT_MS } from '../store/queue/reap-leases.ts';
 import type { DispatcherOptions } from './drivers/node-dispatcher.ts';
 
-/** Batch and concurrency in runs; lease margin, poll, lookahead, reap interval and shutdown grace in ms. */
+/** Batch and concurrency in runs; lease margin, poll, lookahead, reap interval and shutdown grace in ms; adaptive limits on. */
 export const DISPATCHER_DEFAULTS: Readonly<Omit<DispatcherOptions, 'owner'>> = Object.freeze({
   batchSize: 100,
   concurrency: 256,
   perDestination: 16,
+  adaptiveConcurrency: true,
   leaseMarginMs: 30_000,
   pollMs: 2_000,
   lookaheadMs: 250,

@@ -67,7 +67,7 @@ function ed25519Sign(privateJwk: JsonWebKey, backend: Ed25519Backend): (message:
 }
 
 /**
- * Imports the key once and returns a signer of tokens with claims iss, sub, iat, exp, jti and
+ * Imports the key once and returns a signer of tokens with claims iss, sub, aud (when given), iat, exp, jti and
  * body = base64url(SHA-256(body)).
  * @param backend the Ed25519 implementation (default `defaultEd25519Backend()`)
  * @throws when the key is not an Ed25519 private JWK, or `backend` is 'sodium' without sodium-native
@@ -78,11 +78,12 @@ export async function createNodeJwtSigner(key: SigningJwk, backend: Ed25519Backe
   const header = Buffer.from(JSON.stringify({ alg: key.alg, kid: key.kid, typ: 'JWT' })).toString('base64url');
   return {
     kid: key.kid,
-    async sign({ sub, jti, body, iatSec }) {
+    async sign({ sub, jti, body, iatSec, aud }) {
       const claims = {
         body: createHash('sha256').update(body).digest('base64url'),
         iss: JWT_ISSUER,
         sub,
+        ...(aud === undefined ? {} : { aud }),
         iat: iatSec,
         exp: iatSec + JWT_TTL_SECONDS,
         jti,

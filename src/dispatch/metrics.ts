@@ -9,6 +9,7 @@
  *   chime_claim_duration_seconds                one claim transaction
  *   chime_finish_duration_seconds               one batch of outcomes written
  *   chime_in_flight{destination}                callbacks in flight per destination
+ *   chime_destination_limit{destination}        current limit of callbacks in flight per destination (adaptive)
  *   chime_leases_reaped_total                   runs taken back from a dead or stalled dispatcher
  *   chime_runs_pruned_total                     finished runs deleted by retention
  *   chime_due_backlog                           waiting runs already due (read from the database at scrape)
@@ -26,6 +27,13 @@ export type DispatchMetrics = {
   inFlight: Gauge<'destination'>;
   /** Callbacks in flight per destination, one source per running dispatcher (added at start, removed at stop). */
   inFlightSources: Set<() => ReadonlyMap<string, number>>;
+  /** Read at each scrape from `limitSources`, like `inFlight`. */
+  destinationLimit: Gauge<'destination'>;
+  /**
+   * Each running dispatcher's current limit per destination it holds runs of (so at most as many labels as runs held:
+   * src/domain/adaptive-limit.ts); summed over the process's dispatchers, as in-flight is (one in `chime serve`).
+   */
+  limitSources: Set<() => ReadonlyMap<string, number>>;
   leasesReaped: Counter;
   runsPruned: Counter;
 };
@@ -38,6 +46,7 @@ const DB_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 
 export function createDispatchMetrics(registry: Registry): DispatchMetrics {
   const registers = [registry];
   const inFlightSources = new Set<() => ReadonlyMap<string, number>>();
+  const limitSources = new Set<() => ReadonlyMap<string, number>>();
   return {
     runsFired: new Counter({ name: 'chime_runs_fired_total', help: 'Runs whose first attempt was sent.', registers }),
     attempts: new Counter({
@@ -71,15 +80,31 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
       registers,
       collect() {
         this.reset();
-        const total = new Map<string, number>();
-        for (const source of inFlightSources) for (const [d, n] of source()) total.set(d, (total.get(d) ?? 0) + n);
-        for (const [d, n] of total) this.set({ destination: d }, n);
+        for (const [d, n] of sumBySource(inFlightSources)) this.set({ destination: d }, n);
       },
     }),
     inFlightSources,
+    destinationLimit: new Gauge({
+      name: 'chime_destination_limit',
+      help: 'Current limit of callbacks in flight per destination (adapted to its 429, 503 and timeouts), for destinations with runs held.',
+      labelNames: ['destination'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [d, n] of sumBySource(limitSources)) this.set({ destination: d }, n);
+      },
+    }),
+    limitSources,
     leasesReaped: new Counter({ name: 'chime_leases_reaped_total', help: 'Runs taken back after their lease expired.', registers }),
     runsPruned: new Counter({ name: 'chime_runs_pruned_total', help: 'Finished runs deleted by retention.', registers }),
   };
+}
+
+/** Each destination's figures summed over `sources` (one per dispatcher of the process). */
+function sumBySource(sources: Set<() => ReadonlyMap<string, number>>): Map<string, number> {
+  const total = new Map<string, number>();
+  for (const source of sources) for (const [d, n] of source()) total.set(d, (total.get(d) ?? 0) + n);
+  return total;
 }
 
 /**

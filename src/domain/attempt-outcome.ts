@@ -29,6 +29,11 @@ export const ERROR_CLASS = Object.freeze({
   completionTimeout: 'completion_timeout',
   /** An async job's attempt the receiver reported `failed` (its `error` is the report's). */
   reportedFailure: 'reported_failure',
+  /**
+   * `callback.auth` OAuth2: the access token could not be had from `tokenUrl` (network, a non-2xx answer, a body that
+   * is not a token). Retried by the policy; nothing of the callback left when the first token failed.
+   */
+  authTokenFailed: 'auth_token_failed',
 } as const);
 export type ErrorClass = (typeof ERROR_CLASS)[keyof typeof ERROR_CLASS];
 

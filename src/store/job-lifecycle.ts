@@ -25,7 +25,10 @@ export class JobStateError extends Error {
   override name = 'JobStateError';
 }
 
-/** Fields of a job that an update may replace; `authToken`: undefined keeps it, null removes it. */
+/**
+ * Fields of a job that an update may replace; `authToken` and `authSecret` (the sealed secret of `callback.auth`):
+ * undefined keeps it, null removes it.
+ */
 export type JobChanges = Partial<Omit<JobSpec, 'authToken' | 'key'>> & {
   authToken?: string | null;
   paused?: boolean;
@@ -76,6 +79,10 @@ export async function updateJob(
     if (changes.callback !== undefined) set.callback = changes.callback;
     if (changes.authToken !== undefined) set.authTokenEnc = changes.authToken === null ? null : await ctx.cipher.seal(changes.authToken);
     if (changes.payload !== undefined) set.payload = changes.payload;
+    if (changes.body !== undefined) set.body = changes.body;
+    // An empty basic password is no secret: nothing to seal (as at creation).
+    if (changes.authSecret !== undefined) set.authSecretEnc = changes.authSecret ? await ctx.cipher.seal(changes.authSecret) : null;
+    if (changes.flowControlKey !== undefined) set.flowControlKey = changes.flowControlKey;
     if (changes.retry !== undefined) set.retry = changes.retry;
     if (changes.relevancyWindowMs !== undefined) set.relevancyWindowMs = changes.relevancyWindowMs;
     if (changes.deliveryMode !== undefined) set.deliveryMode = changes.deliveryMode;

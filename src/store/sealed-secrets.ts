@@ -10,6 +10,7 @@ import { type Executor, query } from './db.ts';
 /** Where sealed values live: a table, the columns of its primary key, and the sealed column. */
 const SEALED_COLUMNS = [
   { table: 'jobs', key: ['shard', 'id'], column: 'auth_token_enc' },
+  { table: 'jobs', key: ['shard', 'id'], column: 'auth_secret_enc' },
   { table: 'signing_secrets', key: ['shard', 'id'], column: 'secret_enc' },
   { table: 'jwt_keys', key: ['kid'], column: 'private_jwk_enc' },
 ] as const;
@@ -66,7 +67,7 @@ export async function reencryptSecrets(db: Executor, cipher: Cipher): Promise<Re
   const prefix = sealedPrefix(cipher.keyIds[0]!);
   const changed: Record<string, number> = {};
   for (const { table, key, column } of SEALED_COLUMNS) {
-    changed[table] = 0;
+    changed[table] ??= 0; // jobs has two sealed columns: one count for the table
     const keyList = sql.join(
       key.map((k) => sql.identifier(k)),
       sql`, `,

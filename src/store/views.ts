@@ -5,7 +5,7 @@
 
 import { asyncCompletionOf, type ReportedStatus } from '../domain/completion.ts';
 import type { PausedReason } from '../domain/events.ts';
-import type { CallbackSpec, ResultRoute } from '../domain/job.ts';
+import type { CallbackAuth, CallbackSpec, ResultRoute } from '../domain/job.ts';
 import type { RetryPolicy } from '../domain/retry.ts';
 import type { Schedule } from '../domain/schedule.ts';
 import type { CatchUpPolicy, DeliveryMode, JobStatus, OverlapPolicy, RunStatus, RunTrigger } from '../domain/states.ts';
@@ -14,7 +14,10 @@ import type { AttemptRow, RunRow } from './runs.ts';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-/** A job row as the API's Job (API.md "Jobs"): times RFC 3339 UTC with ms, the auth token only as `hasAuthToken`. */
+/**
+ * A job row as the API's Job (API.md "Jobs"): times RFC 3339 UTC with ms, the auth token only as `hasAuthToken`,
+ * `callback.auth` without its secret (which is sealed apart and never shown).
+ */
 export function jobView(j: JobRow) {
   const cb = j.callback as CallbackSpec;
   return {
@@ -34,8 +37,13 @@ export function jobView(j: JobRow) {
       successStatusCodes: cb.successStatusCodes,
       timeoutMs: cb.timeoutMs,
       successBody: cb.successBody ?? null,
+      auth: authView(cb.auth),
+      contentType: cb.contentType ?? null,
+      jwtAudience: cb.jwtAudience ?? null,
     },
     payload: j.payload ?? null,
+    body: j.body ?? null,
+    flowControlKey: j.flowControlKey ?? null,
     retry: j.retry as RetryPolicy,
     relevancyWindowMs: j.relevancyWindowMs,
     deliveryMode: j.deliveryMode as DeliveryMode,
@@ -50,6 +58,22 @@ export function jobView(j: JobRow) {
     lastRunAt: iso(j.lastRunAt),
     createdAt: j.createdAt.toISOString(),
     updatedAt: j.updatedAt.toISOString(),
+  };
+}
+
+/**
+ * The public part of `callback.auth` as shown (API.md "Destination control"): type, and the user name or the OAuth2
+ * client id, token URL, scope and audience; built field by field, so that a secret stored by mistake is never shown.
+ */
+function authView(auth: CallbackAuth | null | undefined) {
+  if (!auth) return null;
+  if (auth.type === 'basic') return { type: auth.type, username: auth.username };
+  return {
+    type: auth.type,
+    tokenUrl: auth.tokenUrl,
+    clientId: auth.clientId,
+    ...(auth.scope ? { scope: auth.scope } : {}),
+    ...(auth.audience ? { audience: auth.audience } : {}),
   };
 }
 

@@ -58,21 +58,31 @@ describe('request body limits over HTTP (@hono/node-server)', () => {
     expect(chunked.body.payload.blob).toHaveLength(40 * 1024);
   });
 
-  it('refuses a body over 64 KiB with 413, whether its length is declared or not, and stores nothing', async () => {
+  it('refuses a job body over 320 KiB with 413, whether its length is declared or not, and stores nothing', async () => {
     const before = await jobCount();
-    const big = job({ blob: 'x'.repeat(70 * 1024) });
+    // 320 KiB for the job routes (a 256 KiB `body` and the rest of the job: API.md "Destination control").
+    expect((await tenant.api.post('/v1/jobs', job({ blob: 'w'.repeat(300 * 1024) }))).status).toBe(201);
+    const big = job({ blob: 'x'.repeat(330 * 1024) });
     const declared = await tenant.api.post('/v1/jobs', big);
     expect(declared.status).toBe(413);
     expect(declared.headers.get('content-type')).toBe('application/problem+json');
-    expect(declared.body.detail).toContain('65536 bytes');
+    expect(declared.body.detail).toContain('327680 bytes');
     const chunked = await postChunked(baseUrl, '/v1/jobs', tenant.apiKey, JSON.stringify(big));
     expect(chunked.status).toBe(413);
     expect(chunked.body.type).toBe('urn:chime:problem:payload_too_large');
-    expect(await jobCount()).toBe(before);
+    expect(await jobCount()).toBe(before + 1);
+  });
+
+  it('keeps 64 KiB for the routes that are not job routes', async () => {
+    const preview = { schedule: { type: 'delay', delayMs: 0 }, pad: 'x'.repeat(70 * 1024) };
+    const declared = await tenant.api.post('/v1/schedules/preview', preview);
+    expect(declared.status).toBe(413);
+    expect(declared.body.detail).toContain('65536 bytes');
+    expect((await postChunked(baseUrl, '/v1/schedules/preview', tenant.apiKey, JSON.stringify(preview))).status).toBe(413);
   });
 
   it('lets the batch route take up to 1 MiB, declared or chunked, and no more', async () => {
-    // ~200 KiB: over the single-job limit, within the batch one.
+    // ~200 KiB: over the 64 KiB of most routes, within the batch route's limit.
     const jobs = Array.from({ length: 20 }, (_, i) => job({ i, blob: 'z'.repeat(10 * 1024) }));
     const declared = await tenant.api.post('/v1/jobs/batch', { jobs });
     expect(declared.status).toBe(200);

@@ -276,7 +276,9 @@ describe.each(WITH_CITUS)('cross-tenant isolation ($kind)', (target) => {
     const key = await tenant.api.post('/v1/api-keys', { name: 'a-second-key' });
     const endpoint = await tenant.api.post('/v1/notification-endpoints', { url: 'http://127.0.0.1:9/a-events', events: ['run.failed'] });
     expect(endpoint.status).toBe(201);
-    expect((await tenant.api.request('PUT', '/v1/flow-controls/a-only', { parallelism: 3, rate: { limit: 7, periodMs: 1000 } })).status).toBe(201);
+    expect(
+      (await tenant.api.request('PUT', '/v1/flow-controls/a-only', { parallelism: 3, rate: { limit: 7, periodMs: 1000 } })).status,
+    ).toBe(201);
     a = { tenant, jobId: job.body.jobId, keys, runId, failedRunId, keyId: key.body.keyId, endpointId: endpoint.body.endpointId };
     before = await tenantSnapshot(app.database, tenant.tenantId);
   });

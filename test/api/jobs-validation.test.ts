@@ -80,8 +80,8 @@ describe('POST /v1/jobs validation', () => {
     expect(r.body.type).toBe('urn:chime:problem:malformed_json');
   });
 
-  it('answers a body over 64 KiB with 413', async () => {
-    const r = await tenant.api.post('/v1/jobs', { ...good(), payload: { blob: 'x'.repeat(70 * 1024) } });
+  it('answers a job body over 320 KiB with 413', async () => {
+    const r = await tenant.api.post('/v1/jobs', { ...good(), payload: { blob: 'x'.repeat(330 * 1024) } });
     expect(r.status).toBe(413);
     expect(r.headers.get('content-type')).toBe('application/problem+json');
   });
@@ -126,8 +126,11 @@ describe('POST /v1/jobs validation', () => {
       successStatusCodes: ['2xx'],
       timeoutMs: 10000,
       successBody: null,
+      auth: null,
+      contentType: null,
+      jwtAudience: null,
     });
-    expect(r.body).toMatchObject({ onSuccess: null, onFailure: null });
+    expect(r.body).toMatchObject({ onSuccess: null, onFailure: null, body: null, flowControlKey: null });
     expect(JSON.stringify(r.body)).not.toContain('secret');
     expect(r.body.retry).toEqual({
       strategy: 'exponential',
@@ -381,6 +384,9 @@ describe('every bad field named at once: a schema error and a rule error in one 
       successStatusCodes: [204],
       timeoutMs: 2000,
       successBody: null,
+      auth: null,
+      contentType: null,
+      jwtAudience: null,
     });
     await tenant.api.request('DELETE', `/v1/jobs/${made.body.jobId}`);
   });

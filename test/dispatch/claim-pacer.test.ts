@@ -5,7 +5,8 @@
  * - the loop: claim again at once after a full claim, read the due buckets after a partial one and claim at once what
  *   is due, keep a read for the claims within 50 ms and through a sleep that ran its time (not a woken one), back off
  *   after a failing claim, wait for a slot when the queue is full and for a quarter batch of slots for a few ms, look
- *   past saturated destinations at most every interval, stop at once while it sleeps;
+ *   past saturated destinations at most every interval, stop at once while it sleeps; pass the queue's destination
+ *   room to each claim and, once a look past saturated destinations found nothing, claim their room and one more;
  * - `claimWaitMs` at its edges (the rest: claim-wait.test.ts).
  * Time is a ManualClock moved by hand: the pacer's sleeps (its Wakeup's, the slot gathering, the error backoff) end only
  * when a test ticks the clock past them, or when woken.
@@ -382,6 +383,36 @@ describe('claim pacer', () => {
     await clock.tick(1);
     expect(s.claimCalls).toHaveLength(2);
     expect(s.claimCalls[1]).toMatchObject({ nowMs: T0 + 200, skipDestinations: ['https://a.example'] });
+    await stopAtOnce(pacer);
+  });
+});
+
+describe('the claim pacer and destination room', () => {
+  it("passes the queue's destinationRoom to its claims; after an empty look past saturated destinations, a freed slot brings a claim of their room and one more", async () => {
+    const queue = Object.assign(fakeQueue(100, ['https://a.example']), {
+      destinationRoom: (d: string) => (d === 'https://a.example' ? 3 : 16),
+      heldRoom: () => 3,
+    });
+    const s = fakeStore(
+      (_args, call) => (call === 2 ? [claimed('b1', 'https://b.example/x')] : []),
+      () => [{ shard: 0, dueAtMs: T0 }],
+    );
+    const { pacer } = pacerOf(s.store, queue, { batchSize: 10 });
+    pacer.start();
+    await settle();
+    expect(s.claimCalls).toHaveLength(1);
+    expect(s.claimCalls[0]).toMatchObject({ limit: 10, skipDestinations: ['https://a.example'] });
+    expect(s.claimCalls[0]!.destinationRoom).toBe(queue.destinationRoom);
+    // It found nothing: the loop waits for a slot of the saturated destination, which frees one.
+    expect(queue.slotWaits).toBe(1);
+    queue.saturated = [];
+    queue.freeSlot();
+    await settle();
+    expect(s.claimCalls[1]).toMatchObject({ limit: 4, skipDestinations: [] });
+    expect(s.claimCalls[1]!.destinationRoom).toBe(queue.destinationRoom);
+    // The one more was another destination's run: others have runs due, the next claim is a full one.
+    await settle();
+    expect(s.claimCalls[2]).toMatchObject({ limit: 10, skipDestinations: [] });
     await stopAtOnce(pacer);
   });
 });

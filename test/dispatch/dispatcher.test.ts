@@ -313,11 +313,15 @@ describe.each(DATABASE_TARGETS)('dispatcher on $kind', (target) => {
   });
 
   it('stop() gives back a run that waited for a per-destination slot untouched, and never sends it', async () => {
-    // One slot for the receiver's origin: the first callback holds it past the grace, the second waits for it.
+    // One slot for the receiver's origin: the first callback holds it past the grace, the second waits for it. A
+    // dispatcher claims a run to wait for a slot only when the destination's slots free soon (docs/design.md
+    // "Per-destination limits and saturation"): a first callback answered at once tells it so.
+    const d = await dispatchers.start(store.database, { perDestination: 1 });
+    await job('/warm');
+    await eventually(() => hits('/warm').length === 1 && d.inFlight === 0, { what: 'the fast first callback' });
     receiver.respond = () => ({ status: 200, delayMs: 1_500 });
     const first = await job('/queued/1', { callback: { timeoutMs: 10_000 }, deliveryMode: 'at-most-once' });
     const second = await job('/queued/2', { callback: { timeoutMs: 10_000 }, deliveryMode: 'at-most-once' });
-    const d = await dispatchers.start(store.database, { perDestination: 1 });
     try {
       await eventually(() => hits('/queued').length === 1 && d.inFlight === 2, { what: 'one callback sent, one waiting' });
     } finally {

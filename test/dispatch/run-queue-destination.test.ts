@@ -2,7 +2,7 @@
  * What a destination is to the run queue (issue #28 point 8): the per-destination slots are keyed on the callback URL's
  * normalized origin (`destinationOf`), so a port written out, the host's case, backslashes or a trailing dot do not make
  * another destination with slots of its own; and a saturated destination is named by every spelling of it among its
- * queued runs, in the form the claim's SQL computes, so the claim leaves all of them unclaimed (checked against the
+ * held runs, in the form the claim's SQL computes, so the claim leaves all of them unclaimed (checked against the
  * real claim on every database target).
  */
 import { describe, expect, it } from 'vitest';
@@ -31,7 +31,7 @@ function queueOf(options: Partial<RunQueueOptions>) {
   const attempted: string[] = [];
   const queue = createRunQueue({
     clock: new ManualClock(T0),
-    options: { concurrency: 100, perDestination: 1, saturation: 2, ...options },
+    options: { concurrency: 100, perDestination: 1, backlog: 0, ...options },
     attempt: (run) => {
       attempted.push(run.callback.url);
       return new Promise<AttemptOutcome | null>(() => {});
@@ -68,17 +68,20 @@ describe('run queue destinations', () => {
     );
   });
 
-  it('names a saturated destination by every spelling of it among its queued runs', async () => {
-    const { queue } = queueOf({ perDestination: 1, saturation: 2 });
+  it('names a saturated destination by every spelling of it among its held runs', async () => {
+    const { queue } = queueOf({ perDestination: 2 });
     queue.add(claimed('in-flight', A_SPELLINGS[0]!));
-    queue.add(claimed('q1', 'https://A.example:443/x'));
     await settle();
     expect(queue.saturatedDestinations()).toEqual([]);
+    // Its held runs reach its limit: saturated, named by the spellings of the one in flight and the one queued.
+    queue.add(claimed('q1', 'https://A.example:443/x'));
+    await settle();
+    expect(queue.saturatedDestinations().sort()).toEqual(['https://a.example', 'https://a.example:443']);
     queue.add(claimed('q2', 'https://a.example/y'));
     queue.add(claimed('q3', 'https:\\\\a.example\\z'));
     queue.add(claimed('other', 'https://b.example/'));
     await settle();
-    // The queued runs' spellings as SQL computes them (DESTINATION_PATTERN, lower-cased; '' for the backslash form,
+    // The held runs' spellings as SQL computes them (DESTINATION_PATTERN, lower-cased; '' for the backslash form,
     // which the pattern does not match, as the SQL's coalesce(…, '')).
     expect(queue.saturatedDestinations().sort()).toEqual(['', 'https://a.example', 'https://a.example:443']);
   });
@@ -93,7 +96,7 @@ describe.each(DATABASE_TARGETS)('the claim leaves every spelling of a saturated 
   });
 
   it('skips the runs of all its spellings and claims the others', async () => {
-    const { queue } = queueOf({ perDestination: 1, saturation: 2 });
+    const { queue } = queueOf({ perDestination: 1 });
     // The dispatcher holds runs of `https://a.example` in three spellings: one in flight, the rest queued.
     queue.add(claimed('held-1', 'https://a.example/held'));
     queue.add(claimed('held-2', 'https://A.example:443/held'));

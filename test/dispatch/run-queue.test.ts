@@ -1,6 +1,6 @@
 /**
  * The run queue (src/dispatch/engine/run-queue.ts) on its own, with attempts that end when a test says: per-destination
- * slots, what it holds (`held`, `free`, `unsent()`, `inFlight()`, `saturatedDestinations()`), waiting for a run's due
+ * slots, what it holds (`held`, `free`, `unsent()`, `inFlight()`, `saturatedDestinations()`, `destinationRoom()`), waiting for a run's due
  * time on the clock, released runs (and a later claim of a released run), runs whose lease ran out before their slot,
  * abandoned attempts, `slotFreed()` and `drained()`.
  * Time is a ManualClock moved by hand: a run due later is sent only once a test ticks the clock to its due time.
@@ -22,7 +22,7 @@ function queueFixture(options: Partial<RunQueueOptions> = {}) {
   const late: string[] = [];
   const queue = createRunQueue({
     clock,
-    options: { concurrency: 10, perDestination: 2, saturation: 3, ...options },
+    options: { concurrency: 10, perDestination: 2, backlog: 0, ...options },
     attempt: (run) => {
       attempted.push(run.runId);
       const d = deferred<AttemptOutcome | null>();
@@ -120,25 +120,33 @@ describe('run queue', () => {
     expect(f.queue.unsent()[0]!.leaseExpiresAtMs).toBe(T0 + 1_000 + 2_000 + 1);
   });
 
-  it('names a destination saturated once `saturation` runs wait for its slots', async () => {
-    const f = queueFixture({ perDestination: 1, saturation: 2 });
+  it('names a destination saturated once its held runs reach its limit, and gives the room left under it', async () => {
+    const f = queueFixture({ perDestination: 2 });
+    expect(f.queue.destinationRoom('https://a.example')).toBe(2);
     f.queue.add(claimed('a1'));
-    f.queue.add(claimed('a2'));
     f.queue.add(claimed('b1', 'https://b.example/'));
-    f.queue.add(claimed('b2', 'https://b.example/'));
     await settle();
     expect(f.queue.saturatedDestinations()).toEqual([]);
+    expect(f.queue.destinationRoom('https://a.example')).toBe(1);
+    f.queue.add(claimed('a2'));
+    await settle();
+    expect(f.queue.saturatedDestinations()).toEqual(['https://a.example']);
+    expect(f.queue.destinationRoom('https://a.example')).toBe(0);
+    // Runs waiting for their due time count too: they are held, and start soon.
+    f.queue.add(claimed('b2', 'https://b.example/', T0 + 1_000));
+    await settle();
+    expect(f.queue.saturatedDestinations().sort()).toEqual(['https://a.example', 'https://b.example']);
+    // Room is never below 0, however many runs are held (a claim elsewhere, a limit that fell).
     f.queue.add(claimed('a3'));
     await settle();
-    expect(f.queue.saturatedDestinations()).toEqual(['https://a.example']);
-    // Runs waiting for their due time do not count.
-    f.queue.add(claimed('b3', 'https://b.example/', T0 + 1_000));
-    await settle();
-    expect(f.queue.saturatedDestinations()).toEqual(['https://a.example']);
+    expect(f.queue.destinationRoom('https://a.example')).toBe(0);
     f.finish('a1');
     await settle();
-    expect(f.attempted).toContain('a2');
-    expect(f.queue.saturatedDestinations()).toEqual([]);
+    expect(f.attempted).toContain('a3');
+    f.finish('a2');
+    await settle();
+    expect(f.queue.saturatedDestinations()).toEqual(['https://b.example']);
+    expect(f.queue.destinationRoom('https://a.example')).toBe(1);
   });
 
   it('never attempts a run released before its slot, and its entry ends', async () => {
@@ -271,7 +279,7 @@ describe('run queue regressions', () => {
     const blocker = deferred();
     const q = createRunQueue({
       clock: new ManualClock(T0),
-      options: { concurrency: 10, perDestination: 1, saturation: 10 },
+      options: { concurrency: 10, perDestination: 1, backlog: 0 },
       attempt: async (r) => {
         attempted.push(`${r.runId}#${r.attempt}`);
         if (r.runId === 'blocker') await blocker.promise;

@@ -7,11 +7,15 @@ import {
   baseBackoffMs,
   MAX_ATTEMPTS_LIMIT,
   MAX_BACKOFF_MS,
+  MAX_SCHEDULE_DELAY_MS,
+  MAX_SCHEDULE_DELAYS,
   parseRetryAfter,
   RETRY_STRATEGIES,
   type RetryPolicy,
   type RetryStrategy,
+  resolveRetryPolicy,
   retryDelayMs,
+  scheduleAttemptsIssue,
 } from '../../src/domain/retry.ts';
 
 const multiplierArb = fc.oneof(
@@ -20,15 +24,24 @@ const multiplierArb = fc.oneof(
   fc.double({ min: 0.1, max: 1, noNaN: true }),
 );
 
+/** A `schedule`'s `delaysMs`: 1..50 waits of 0..1 day, small ones and the bounds often. */
+const delaysArb = fc.array(fc.oneof(fc.integer({ min: 0, max: MAX_SCHEDULE_DELAY_MS }), fc.constantFrom(0, 1000, MAX_SCHEDULE_DELAY_MS)), {
+  minLength: 1,
+  maxLength: MAX_SCHEDULE_DELAYS,
+});
+
 function policyArb(strategy?: RetryStrategy, multiplier: fc.Arbitrary<number> = multiplierArb): fc.Arbitrary<RetryPolicy> {
-  return fc.record({
-    strategy: strategy ? fc.constant(strategy) : fc.constantFrom(...RETRY_STRATEGIES),
-    maxAttempts: fc.integer({ min: 1, max: MAX_ATTEMPTS_LIMIT }),
-    initialDelayMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3_600_000 })),
-    maxDelayMs: fc.oneof(fc.integer({ min: 0, max: MAX_BACKOFF_MS }), fc.constant(MAX_BACKOFF_MS)),
-    multiplier,
-    jitter: fc.boolean(),
-  });
+  return fc
+    .record({
+      strategy: strategy ? fc.constant(strategy) : fc.constantFrom(...RETRY_STRATEGIES),
+      maxAttempts: fc.integer({ min: 1, max: MAX_ATTEMPTS_LIMIT }),
+      initialDelayMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3_600_000 })),
+      maxDelayMs: fc.oneof(fc.integer({ min: 0, max: MAX_BACKOFF_MS }), fc.constant(MAX_BACKOFF_MS)),
+      multiplier,
+      jitter: fc.boolean(),
+      delaysMs: delaysArb,
+    })
+    .map(({ delaysMs, ...p }): RetryPolicy => (p.strategy === 'schedule' ? { ...p, delaysMs } : p));
 }
 
 const retryNumber = fc.integer({ min: 1, max: MAX_ATTEMPTS_LIMIT });
@@ -45,6 +58,8 @@ function formula(p: RetryPolicy, n: number): number {
     case 'fixed':
     case 'none':
       return p.initialDelayMs;
+    case 'schedule':
+      return p.delaysMs![Math.min(n, p.delaysMs!.length) - 1]!;
   }
 }
 
@@ -53,11 +68,12 @@ describe('baseBackoffMs', () => {
     fc.assert(
       fc.property(policyArb(), retryNumber, (p, n) => {
         const base = baseBackoffMs(p, n);
-        const expected = Math.min(formula(p, n), p.maxDelayMs);
+        // A schedule's waits are as listed; the formulas are capped.
+        const expected = p.strategy === 'schedule' ? formula(p, n) : Math.min(formula(p, n), p.maxDelayMs);
         expect(Number.isInteger(base)).toBe(true);
         expect(Math.abs(base - expected)).toBeLessThanOrEqual(0.5);
         expect(base).toBeGreaterThanOrEqual(0);
-        expect(base).toBeLessThanOrEqual(p.maxDelayMs);
+        expect(base).toBeLessThanOrEqual(p.strategy === 'schedule' ? MAX_SCHEDULE_DELAY_MS : p.maxDelayMs);
       }),
       { numRuns: 500 },
     );
@@ -140,7 +156,8 @@ describe('retryDelayMs', () => {
           const without = retryDelayMs(policy, made, null, () => r)!;
           const d = retryDelayMs(policy, made, retryAfterMs, () => r)!;
           expect(d).toBe(Math.max(without, Math.min(retryAfterMs, policy.maxDelayMs)));
-          expect(d).toBeLessThanOrEqual(policy.maxDelayMs);
+          // A schedule's listed wait may be above the cap; Retry-After never takes it higher than either.
+          expect(d).toBeLessThanOrEqual(Math.max(policy.maxDelayMs, without));
           expect(d).toBeGreaterThanOrEqual(without);
         },
       ),
@@ -153,6 +170,80 @@ describe('retryDelayMs', () => {
       fc.property(policyArb(), fc.nat(1_000_000), (p, ra) => {
         expect(retryDelayMs(p, p.maxAttempts, ra)).toBeNull();
       }),
+    );
+  });
+});
+
+describe('the schedule strategy', () => {
+  /** A resolved schedule policy over `delays`, with the other fields anything. */
+  const scheduleArb = fc
+    .tuple(policyArb('schedule'), delaysArb)
+    .map(([p, delaysMs]) => resolveRetryPolicy({ ...p, strategy: 'schedule', delaysMs }));
+
+  it('resolves to delaysMs.length + 1 attempts whatever maxAttempts said, and no jitter unless asked', () => {
+    fc.assert(
+      fc.property(
+        delaysArb,
+        fc.integer({ min: 1, max: MAX_ATTEMPTS_LIMIT }),
+        fc.option(fc.boolean(), { nil: undefined }),
+        (delaysMs, max, jitter) => {
+          const p = resolveRetryPolicy({ strategy: 'schedule', delaysMs, maxAttempts: max, ...(jitter === undefined ? {} : { jitter }) });
+          expect(p.maxAttempts).toBe(delaysMs.length + 1);
+          expect(p.delaysMs).toEqual(delaysMs);
+          expect(p.jitter).toBe(jitter ?? false);
+        },
+      ),
+    );
+  });
+
+  it('retry n waits delaysMs[n−1] exactly without jitter (maxDelayMs does not cut it); none is left after the list', () => {
+    fc.assert(
+      fc.property(scheduleArb, fc.integer({ min: 1, max: MAX_SCHEDULE_DELAYS + 5 }), unit, (p, made, r) => {
+        const policy = { ...p, jitter: false };
+        const d = retryDelayMs(policy, made, null, () => r);
+        if (made > policy.delaysMs!.length) expect(d).toBeNull();
+        else expect(d).toBe(policy.delaysMs![made - 1]);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('with jitter, retry n waits within [½, 1] of delaysMs[n−1]', () => {
+    fc.assert(
+      fc.property(scheduleArb, fc.integer({ min: 1, max: MAX_SCHEDULE_DELAYS }), unit, (p, made, r) => {
+        const policy = { ...p, jitter: true };
+        fc.pre(made <= policy.delaysMs!.length);
+        const listed = policy.delaysMs![made - 1]!;
+        const d = retryDelayMs(policy, made, null, () => r)!;
+        expect(Number.isInteger(d)).toBe(true);
+        expect(d).toBeGreaterThanOrEqual(Math.floor(listed / 2));
+        expect(d).toBeLessThanOrEqual(listed);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('Retry-After raises the wait up to maxDelayMs and never lowers a listed wait above it', () => {
+    fc.assert(
+      fc.property(scheduleArb, fc.integer({ min: 1, max: MAX_SCHEDULE_DELAYS }), fc.nat(2 * MAX_SCHEDULE_DELAY_MS), (p, made, ra) => {
+        const policy = { ...p, jitter: false };
+        fc.pre(made <= policy.delaysMs!.length);
+        const listed = policy.delaysMs![made - 1]!;
+        expect(retryDelayMs(policy, made, ra)).toBe(Math.max(listed, Math.min(ra, policy.maxDelayMs)));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('a maxAttempts sent with a schedule is accepted only when absent or delaysMs.length + 1', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: MAX_SCHEDULE_DELAYS }),
+        fc.option(fc.integer({ min: 1, max: MAX_ATTEMPTS_LIMIT }), { nil: undefined }),
+        (n, max) => {
+          expect(scheduleAttemptsIssue(max, n) === null).toBe(max === undefined || max === n + 1);
+        },
+      ),
     );
   });
 });

@@ -52,8 +52,12 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('a flow control across a dispatc
   const ownerOf = (p: ChimeProcess) => /"owner":"([0-9a-f-]{36})"/.exec(p.output())?.[1];
   const leasedBy = async (owner: string) =>
     Number(
-      (await query<{ n: string }>(database.db, sql`select count(*) as n from runs where lease_owner = ${owner} and lease_expires_at is not null`))[0]!
-        .n,
+      (
+        await query<{ n: string }>(
+          database.db,
+          sql`select count(*) as n from runs where lease_owner = ${owner} and lease_expires_at is not null`,
+        )
+      )[0]!.n,
     );
 
   it('gives the dead dispatcher its slots back with its leases, never exceeds the parallelism, and loses no run', async () => {
@@ -67,9 +71,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('a flow control across a dispatc
         flowControlKey: 'crm',
       })),
     });
-    expect(batch.body.results.map((r: { status: number }) => r.status), JSON.stringify(batch.body).slice(0, 500)).toEqual(
-      Array(RUNS).fill(201),
-    );
+    expect(
+      batch.body.results.map((r: { status: number }) => r.status),
+      JSON.stringify(batch.body).slice(0, 500),
+    ).toEqual(Array(RUNS).fill(201));
     for (let i = 0; i < 3; i++) dispatchers.push(await startChime({ ...db.env, ...DISPATCHER_ENV }, ['serve', '--role', 'dispatcher']));
     const owners = dispatchers.map(ownerOf);
     expect(owners.every(Boolean)).toBe(true);

@@ -2129,6 +2129,244 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/flow-controls/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A flow control with its state (`inFlight`, `waiting`) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The flow control */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FlowControl"];
+                    };
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        /**
+         * Create or replace a flow control
+         * @description Limits the requests of every job whose flowControlKey names it, across all dispatchers together: at most `parallelism` in flight, at most `rate.limit` started in any window of `rate.periodMs`. Runs held back stay due and start in due order as capacity frees; a paused flow control holds all its runs. Retries count.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["FlowControlInput"];
+                };
+            };
+            responses: {
+                /** @description Replaced */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FlowControl"];
+                    };
+                };
+                /** @description Created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FlowControl"];
+                    };
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Delete a flow control (refused with 409 while open jobs name it) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Deleted */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Conflict */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/flow-controls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's flow controls, by key, with their state */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    /** @description The last key of the previous page */
+                    cursor?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of flow controls */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            flowControls: components["schemas"]["FlowControl"][];
+                            nextCursor: string | null;
+                        };
+                    };
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{jobId}/result-deliveries": {
         parameters: {
             query?: never;
@@ -2214,7 +2452,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    action?: "job.created" | "job.updated" | "job.replaced" | "job.paused" | "job.resumed" | "job.canceled" | "job.triggered" | "jobs.bulk" | "run.replayed" | "dead_letter.dismissed" | "api_key.created" | "api_key.revoked" | "signing_secret.rotated" | "notification_endpoint.created" | "notification_endpoint.deleted" | "tenant.created" | "tenant.suspended" | "tenant.resumed" | "tenant.quotas_changed";
+                    action?: "job.created" | "job.updated" | "job.replaced" | "job.paused" | "job.resumed" | "job.canceled" | "job.triggered" | "jobs.bulk" | "run.replayed" | "dead_letter.dismissed" | "api_key.created" | "api_key.revoked" | "signing_secret.rotated" | "notification_endpoint.created" | "notification_endpoint.deleted" | "tenant.created" | "tenant.suspended" | "tenant.resumed" | "tenant.quotas_changed" | "flow_control.created" | "flow_control.updated" | "flow_control.deleted";
                     keyId?: string;
                     /** @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied */
                     since?: string;
@@ -2697,8 +2935,21 @@ export interface components {
                     jsonPointer: string;
                     equals?: unknown;
                 } | null;
+                auth: {
+                    /** @enum {string} */
+                    type: "basic" | "oauth2";
+                    username?: string;
+                    tokenUrl?: string;
+                    clientId?: string;
+                    scope?: string;
+                    audience?: string;
+                } | null;
+                contentType: string | null;
+                jwtAudience: string | null;
             };
             payload?: unknown;
+            body: string | null;
+            flowControlKey: string | null;
             retry: components["schemas"]["RetryPolicy"];
             relevancyWindowMs: number | null;
             /** @enum {string} */
@@ -2779,14 +3030,17 @@ export interface components {
              */
             endAt?: string;
         };
+        /** @description strategy exponential | linear | fixed | schedule | none. `schedule`: retry n waits `delaysMs[n−1]`, maxAttempts is delaysMs.length + 1, no jitter unless `jitter: true`; a Retry-After still raises a wait (up to maxDelayMs). */
         RetryPolicy: {
             /** @enum {string} */
-            strategy?: "exponential" | "linear" | "fixed" | "none";
+            strategy?: "exponential" | "linear" | "fixed" | "schedule" | "none";
             maxAttempts?: number;
             initialDelayMs?: number;
             maxDelayMs?: number;
             multiplier?: number;
             jitter?: boolean;
+            /** @description strategy "schedule" only: the wait before retry n is delaysMs[n−1] (1..50 entries, each 0..86400000 ms) */
+            delaysMs?: number[];
         };
         DeadLetterReplayResult: {
             replayed: number;
@@ -2837,6 +3091,9 @@ export interface components {
             schedule: components["schemas"]["Schedule"];
             callback: components["schemas"]["Callback"];
             payload?: unknown;
+            /** @description A body that is not JSON, sent as is (UTF-8) instead of `payload`; ≤ 256 KiB. Not with `payload`, not for GET. */
+            body?: string;
+            flowControlKey?: string | null;
             retry?: components["schemas"]["RetryPolicy"];
             relevancyWindowMs?: number | null;
             /** @enum {string} */
@@ -2882,6 +3139,13 @@ export interface components {
             /** @default 10000 */
             timeoutMs?: number;
             successBody?: components["schemas"]["SuccessBody"];
+            auth?: components["schemas"]["CallbackAuth"];
+            /**
+             * @description The request's media type; default `application/json` with `payload`, `text/plain` with `body`. A charset must be utf-8.
+             * @example application/xml
+             */
+            contentType?: string;
+            jwtAudience?: string;
         };
         /** @description A success status whose body does not match fails the attempt (`body_mismatch`): the body (its first 64 KiB, as UTF-8) contains `contains`, or parses as JSON with `equals` at the RFC 6901 `jsonPointer`. */
         SuccessBody: {
@@ -2889,6 +3153,21 @@ export interface components {
         } | {
             jsonPointer: string;
             equals: unknown;
+        };
+        /** @description `{ "type": "basic", "username", "password" }` or `{ "type": "oauth2", "tokenUrl", "clientId", "clientSecret", "scope"?, "audience"? }` (client credentials, RFC 6749 §4.4). The password and the client secret are write-only and stored encrypted. Not with `authToken`. */
+        CallbackAuth: {
+            /** @enum {string} */
+            type: "basic";
+            username: string;
+            password: string;
+        } | {
+            /** @enum {string} */
+            type: "oauth2";
+            tokenUrl: string;
+            clientId: string;
+            clientSecret: string;
+            scope?: string;
+            audience?: string;
         };
         Completion: {
             /** @enum {string} */
@@ -2943,9 +3222,42 @@ export interface components {
                 successStatusCodes?: (number | string)[];
                 timeoutMs?: number;
                 successBody?: components["schemas"]["SuccessBody"];
+                auth?: {
+                    /** @enum {string} */
+                    type: "basic";
+                    username: string;
+                    password?: string;
+                } | {
+                    /** @enum {string} */
+                    type: "oauth2";
+                    tokenUrl: string;
+                    clientId: string;
+                    clientSecret?: string;
+                    scope?: string;
+                    audience?: string;
+                } | null;
+                /**
+                 * @description The request's media type; default `application/json` with `payload`, `text/plain` with `body`. A charset must be utf-8.
+                 * @example application/xml
+                 */
+                contentType?: string | null;
+                jwtAudience?: string | null;
             };
             payload?: unknown;
-            retry?: components["schemas"]["RetryPolicy"];
+            /** @description A body that is not JSON, sent as is (UTF-8) instead of `payload`; ≤ 256 KiB. Not with `payload`, not for GET. */
+            body?: string | null;
+            flowControlKey?: string | null;
+            retry?: {
+                /** @enum {string} */
+                strategy?: "exponential" | "linear" | "fixed" | "schedule" | "none";
+                maxAttempts?: number;
+                initialDelayMs?: number;
+                maxDelayMs?: number;
+                multiplier?: number;
+                jitter?: boolean;
+                /** @description strategy "schedule" only: the wait before retry n is delaysMs[n−1] (1..50 entries, each 0..86400000 ms) */
+                delaysMs?: number[];
+            };
             relevancyWindowMs?: number | null;
             /** @enum {string} */
             deliveryMode?: "at-least-once" | "at-most-once";
@@ -3050,6 +3362,29 @@ export interface components {
             responseStatus: number | null;
             error: string | null;
         };
+        FlowControl: {
+            key: string;
+            rate: components["schemas"]["FlowRate"];
+            parallelism: number | null;
+            paused: boolean;
+            /** @description Runs of its jobs holding a slot now (in flight, or about to start) */
+            inFlight: number;
+            /** @description Runs of its jobs that are due and held back */
+            waiting: number;
+            createdAt: string;
+            updatedAt: string;
+        };
+        /** @description At most `limit` requests started in any window of `periodMs` */
+        FlowRate: {
+            limit: number;
+            periodMs: number;
+        } | null;
+        /** @description Replaces the settings: what is absent is none (paused: false) */
+        FlowControlInput: {
+            rate?: components["schemas"]["FlowRate"];
+            parallelism?: number;
+            paused?: boolean;
+        };
         ResultDelivery: {
             /** Format: uuid */
             deliveryId: string;
@@ -3086,7 +3421,7 @@ export interface components {
                 reason: string;
             };
             /** @enum {string} */
-            action: "job.created" | "job.updated" | "job.replaced" | "job.paused" | "job.resumed" | "job.canceled" | "job.triggered" | "jobs.bulk" | "run.replayed" | "dead_letter.dismissed" | "api_key.created" | "api_key.revoked" | "signing_secret.rotated" | "notification_endpoint.created" | "notification_endpoint.deleted" | "tenant.created" | "tenant.suspended" | "tenant.resumed" | "tenant.quotas_changed";
+            action: "job.created" | "job.updated" | "job.replaced" | "job.paused" | "job.resumed" | "job.canceled" | "job.triggered" | "jobs.bulk" | "run.replayed" | "dead_letter.dismissed" | "api_key.created" | "api_key.revoked" | "signing_secret.rotated" | "notification_endpoint.created" | "notification_endpoint.deleted" | "tenant.created" | "tenant.suspended" | "tenant.resumed" | "tenant.quotas_changed" | "flow_control.created" | "flow_control.updated" | "flow_control.deleted";
             target: {
                 type: string;
                 id: string;

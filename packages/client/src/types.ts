@@ -34,6 +34,8 @@ export type JobPatch = Schemas['JobPatch'];
 export type Schedule = Schemas['Schedule'];
 /** A job's callback as sent (with the write-only `authToken`). */
 export type Callback = Schemas['Callback'];
+/** A callback's `auth` as sent: `basic`, or `oauth2` client credentials; its password or client secret is write-only. */
+export type CallbackAuth = Schemas['CallbackAuth'];
 export type RetryPolicy = Schemas['RetryPolicy'];
 export type JobStatus = Job['status'];
 /** A run: one occurrence of a job. */

@@ -5,9 +5,11 @@
  * Its claims:
  * - `iss`: `chime`;
  * - `sub`: the callback URL, exactly as the job configured it;
+ * - `aud`: the job's `callback.jwtAudience`, when it has one;
  * - `iat`: the attempt's time (Unix seconds, equal to `webhook-timestamp`); `exp`: `iat` + 300;
  * - `jti`: `<runId>.<attempt>`;
- * - `body`: base64url (RFC 4648 §5, no padding) of the SHA-256 of the raw body's UTF-8 bytes.
+ * - `body`: base64url (RFC 4648 §5, no padding) of the SHA-256 of the raw body's UTF-8 bytes: whatever the body is
+ *   (JSON, text, XML, a form), the bytes exactly as sent.
  *
  * Unlike the Standard Webhooks signature it needs no shared secret (the receiver trusts the service's public keys),
  * and it binds the request to its URL: a token captured from one receiver does not verify at another.
@@ -46,6 +48,11 @@ export type ChimeSignatureOptions = {
   jwks?: JSONWebKeySet | JWTVerifyGetKey;
   /** Leeway for `exp` (in the past) and `iat` (in the future) against the receiver's clock, in seconds (default 60). */
   clockToleranceSeconds?: number;
+  /**
+   * The audience this receiver expects (the job's `callback.jwtAudience`), or several it accepts: the token's `aud`
+   * must be one of them (RFC 7519 §4.1.3). Absent: `aud` is not checked.
+   */
+  audience?: string | readonly string[];
   /** The receiver's "now", epoch milliseconds (default `Date.now()`); for tests and replays of recorded requests. */
   nowMs?: number;
 };
@@ -60,7 +67,8 @@ const localKeySets = new WeakMap<JSONWebKeySet, JWTVerifyGetKey>();
  *
  * Passes when the token's signature verifies with the JWKS key named by its `kid` (`alg` one of JWT_ALGORITHMS,
  * `typ` JWT), `iss` is `chime`, `exp` has not passed and `iat` is not in the future (both with
- * `clockToleranceSeconds`), `sub` equals `request.url`, and the `body` claim equals base64url(SHA-256(body)).
+ * `clockToleranceSeconds`), `sub` equals `request.url`, the `body` claim equals base64url(SHA-256(body)), and, with
+ * `audience`, `aud` is one of it.
  *
  * Reasons when it does not pass: `missing Chime-Signature header`, `more than one chime-signature header`,
  * `signature invalid: <jose code> (<jose message>)` (a malformed token, a bad signature, a `kid` not in the JWKS,
@@ -68,7 +76,7 @@ const localKeySets = new WeakMap<JSONWebKeySet, JWTVerifyGetKey>();
  * `JWT issued in the future (N s ahead)`, `JWT for another URL`, `body hash mismatch`.
  *
  * @param request the headers, the raw body and the URL this receiver was called at
- * @param opts `jwksUrl` (or `jwks`), `clockToleranceSeconds` (default 60), `nowMs`
+ * @param opts `jwksUrl` (or `jwks`), `clockToleranceSeconds` (default 60), `audience`, `nowMs`
  * @returns `{ ok: true, id, timestamp }` or `{ ok: false, reason }`; never rejects for a bad request.
  *   `id` is the run id from the signed `jti` (`<runId>.<attempt>`, the part before the last dot), not the unsigned
  *   `webhook-id` header: for a job's callback the two are equal; for a notification delivery `webhook-id` is the
@@ -97,6 +105,7 @@ export async function verifyChimeSignature(request: ChimeSignatureRequest, opts:
       requiredClaims: ['sub', 'iat', 'exp', 'jti', 'body'],
       clockTolerance: tolerance,
       currentDate: new Date(nowSec * 1000),
+      ...(opts.audience === undefined ? {} : { audience: typeof opts.audience === 'string' ? opts.audience : [...opts.audience] }),
     }));
   } catch (err) {
     return fail(joseReason(err));

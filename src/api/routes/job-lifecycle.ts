@@ -6,24 +6,25 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { normalizeCompletion } from '../../domain/completion.ts';
 import { isUuid } from '../../domain/ids.ts';
-import type { CallbackSpec } from '../../domain/job.ts';
-import { resolveRetryPolicy } from '../../domain/retry.ts';
 import { normalizeSchedule } from '../../domain/schedule.ts';
 import type { RunTrigger } from '../../domain/states.ts';
 import { CATCH_UP_POLICIES, DELIVERY_MODES, OVERLAP_POLICIES } from '../../domain/states.ts';
 import { sha256Hex } from '../../store/credentials.ts';
 import { triggerRunIdempotently } from '../../store/idempotency.ts';
 import { cancelJob, type JobChanges, triggerRun, updateJob } from '../../store/job-lifecycle.ts';
-import { createJob, getJobByKey, JobKeyTakenError, type JobRow } from '../../store/jobs.ts';
+import { createJob, getJobByKey, JobKeyTakenError } from '../../store/jobs.ts';
 import { getRun } from '../../store/runs.ts';
-import type { AppDeps, AppEnv } from '../env.ts';
+import type { AppEnv } from '../env.ts';
 import { everyFieldHook } from '../every-field-hook.ts';
-import { fieldOf, jobRuleErrors, resultRouteErrors, scheduleFieldErrors, toJobSpec, validateCallback, validFields } from '../job-input.ts';
+import { fieldOf, jobRuleErrors, toJobSpec } from '../job-input.ts';
+import { patchedCallback, patchedRequestBody, patchedRetry, patchRuleErrors } from '../job-patch.ts';
 import { emptyBody } from '../json-guard.ts';
 import { ApiError, type FieldError, validationError } from '../problems.ts';
 import {
+  CallbackBodySchema,
   CallbackPatchSchema,
   CompletionSchema,
+  FlowControlKeySchema,
   IdempotencyKeyHeaders,
   JobBodySchema,
   JobKeySchema,
@@ -33,14 +34,12 @@ import {
   MAX_PAUSE_AFTER_FAILURES,
   MAX_RELEVANCY_WINDOW_MS,
   ResultRouteSchema,
-  RetrySchema,
+  RetryFieldsSchema,
   ScheduleSchema,
 } from '../schemas.ts';
 import { jobView } from '../views.ts';
 import { creationLimits, problemResponses } from './common.ts';
 import { findJob } from './jobs.ts';
-
-type CallbackPatch = z.infer<typeof CallbackPatchSchema>;
 
 const JobPatchSchema = z
   .strictObject({
@@ -49,7 +48,11 @@ const JobPatchSchema = z
     schedule: ScheduleSchema.optional(),
     callback: CallbackPatchSchema.optional(),
     payload: z.unknown().optional(),
-    retry: RetrySchema.optional(),
+    /** Sent as is instead of `payload` (setting one drops the other); null: back to `payload`. */
+    body: CallbackBodySchema.nullable().optional(),
+    flowControlKey: FlowControlKeySchema.nullable().optional(),
+    /** Merged with the job's policy, then checked as a whole (`patchRuleErrors`). */
+    retry: RetryFieldsSchema.optional(),
     relevancyWindowMs: z.number().int().min(0).max(MAX_RELEVANCY_WINDOW_MS).nullable().optional(),
     deliveryMode: z.enum(DELIVERY_MODES).optional(),
     overlapPolicy: z.enum(OVERLAP_POLICIES).optional(),
@@ -96,17 +99,20 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
       const changes: JobChanges = {};
       if (body.schedule) changes.schedule = normalizeSchedule(body.schedule, now);
       if (body.callback) {
-        changes.callback = patchedCallback(job, body.callback).callback;
+        const patched = patchedCallback(job, body.callback);
+        changes.callback = patched.callback;
         if (body.callback.authToken !== undefined) changes.authToken = body.callback.authToken;
+        if (patched.authSecret !== undefined) changes.authSecret = patched.authSecret;
       }
-      if (body.retry) changes.retry = resolveRetryPolicy({ ...(job.retry as object), ...body.retry });
+      Object.assign(changes, patchedRequestBody(body));
+      if (body.retry) changes.retry = patchedRetry(job, body.retry);
       // A replacement, not a merge: `{ "mode": "async" }` alone means the default timeout and no heartbeat. It applies
       // to attempts that start after the change; a run already awaiting keeps its deadlines.
       if (body.completion) changes.completion = normalizeCompletion(body.completion);
       for (const k of [
         'paused',
         'name',
-        'payload',
+        'flowControlKey',
         'relevancyWindowMs',
         'deliveryMode',
         'overlapPolicy',
@@ -237,43 +243,6 @@ function keyMismatch(bodyKey: unknown, pathKey: string): FieldError[] {
   return bodyKey !== undefined && bodyKey !== pathKey
     ? [{ path: 'key', message: `must be absent or equal the path's key "${pathKey}"` }]
     : [];
-}
-
-/**
- * A job's callback with a PATCH's fields applied: the fields given replace the job's; `hasToken` tells whether the
- * callback will carry an auth token (`authToken: null` removes it).
- */
-function patchedCallback(job: JobRow, patch: CallbackPatch): { callback: CallbackSpec; hasToken: boolean } {
-  const { authToken, ...rest } = patch;
-  const changed = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
-  return {
-    callback: { ...(job.callback as CallbackSpec), ...changed } as CallbackSpec,
-    hasToken: authToken === undefined ? job.authTokenEnc !== null : authToken !== null,
-  };
-}
-
-/**
- * The problems of a PATCH body beyond its schema, in every part of it that its own schema accepts: the schedule must
- * fire (`scheduleIssues`), and a changed callback, applied to the job's, must pass `validateCallback`.
- * @param raw the body as sent (anything), or the parsed body
- * @param job the job patched; null when there is none (then only the patch's own callback fields are checked)
- * @param nowMs the time of the change (epoch ms)
- */
-async function patchRuleErrors(raw: unknown, job: JobRow | null, deps: AppDeps, nowMs: number): Promise<FieldError[]> {
-  const schedule = ScheduleSchema.safeParse(fieldOf(raw, 'schedule'));
-  const errors = schedule.success ? scheduleFieldErrors(schedule.data, nowMs) : [];
-  if (fieldOf(raw, 'callback') !== undefined) {
-    const patch = validFields(CallbackPatchSchema.shape, fieldOf(raw, 'callback'));
-    const payload = fieldOf(raw, 'payload') ?? job?.payload;
-    if (job) {
-      const { callback, hasToken } = patchedCallback(job, patch);
-      errors.push(...(await validateCallback(callback, hasToken, payload, deps)));
-    } else {
-      errors.push(...(await validateCallback(patch, Boolean(patch.authToken), payload, deps)));
-    }
-  }
-  errors.push(...(await resultRouteErrors({ onSuccess: fieldOf(raw, 'onSuccess'), onFailure: fieldOf(raw, 'onFailure') }, deps)));
-  return errors;
 }
 
 /**

@@ -118,5 +118,9 @@ export function describeRetry(retry: Job['retry']): string {
       return `${upTo}; linear backoff: ${initial}, then ${initial} more each time, ${cap}${jitter}`;
     case 'fixed':
       return `${upTo}, ${initial} apart${jitter}`;
+    case 'schedule': {
+      const delays = retry.delaysMs ?? [];
+      return `Up to ${delays.length + 1} attempts, retries after ${delays.map(durationWords).join(', ')}${jitter}`;
+    }
   }
 }

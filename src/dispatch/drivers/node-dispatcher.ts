@@ -36,6 +36,11 @@ export type DispatcherOptions = {
   concurrency: number;
   /** Most callbacks in flight to one destination. */
   perDestination: number;
+  /**
+   * Whether each destination's limit adapts between 1 and `perDestination`: down on 429, 503 and timeouts, back up while
+   * it answers within its usual latency (CHIME_ADAPTIVE_CONCURRENCY; src/domain/adaptive-limit.ts).
+   */
+  adaptiveConcurrency: boolean;
   /** Lease = callback timeout + this, in ms. */
   leaseMarginMs: number;
   /** Longest sleep without looking for due runs, in ms. */
@@ -105,12 +110,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   });
   const queue = createRunQueue({
     clock,
-    // A backlog of one claim batch keeps a fast destination busy through the next claim's round trip; half the slots
-    // at most, so others always have room.
+    // A destination holds its limit, and as many more as will start within the lookahead (none for a slow one): up to a
+    // claim batch keeps a fast destination busy through the next claim's round trip; half the slots at most, so others
+    // always have room.
     options: {
       concurrency: o.concurrency,
       perDestination: o.perDestination,
-      saturation: Math.max(o.perDestination, Math.min(o.batchSize, Math.floor(o.concurrency / 2))),
+      adaptive: o.adaptiveConcurrency,
+      backlog: Math.max(o.perDestination, Math.min(o.batchSize, Math.floor(o.concurrency / 2))),
+      soonMs: o.lookaheadMs,
     },
     attempt: (run) => performAttempt(run, attemptDeps),
     onOutcome: (outcome, run) => {
@@ -147,6 +155,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     },
   });
   const inFlightByDestination = () => queue.inFlightByDestination;
+  const limitByDestination = () => queue.limitByDestination;
   let running = false;
   let unlisten: (() => Promise<void>) | null = null;
   let endGrace: (() => void) | null = null;
@@ -160,6 +169,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (running) return;
       running = true;
       metrics.inFlightSources.add(inFlightByDestination);
+      metrics.limitSources.add(limitByDestination);
       unlisten = await database.listen(RUNS_CHANNEL, (payload) => wakeup.wakeBy(Number(payload) - o.lookaheadMs));
       keeper.start();
       pacer.start();
@@ -198,6 +208,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       flushEnd.abort();
       endGrace = null;
       metrics.inFlightSources.delete(inFlightByDestination);
+      metrics.limitSources.delete(limitByDestination);
       logger.info({ owner: o.owner }, 'dispatcher stopped');
     },
     drainNow() {

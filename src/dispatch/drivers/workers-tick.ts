@@ -102,7 +102,7 @@ export async function runTick(deps: TickDeps, limits: TickLimits): Promise<TickR
   const attemptDeps = attemptDepsFor(deps, log);
   const queue = createRunQueue({
     clock,
-    options: { concurrency: limits.concurrency, perDestination: limits.concurrency, saturation: Infinity },
+    options: { concurrency: limits.concurrency, perDestination: limits.concurrency, backlog: 0 },
     attempt: (run) => performAttempt(run, attemptDeps),
     onOutcome: (outcome) => writer.push(outcome),
   });

@@ -3,12 +3,15 @@
  * lookahead, shared out over the buckets that have some (`claimRuns`, docs/design.md "Partitioning and fairness"),
  * hands them to the run queue, and claims again at once after a full claim; otherwise it reads when the earliest run
  * is due and sleeps until it enters the lookahead (`claimWaitMs`), a wake-up (a NOTIFY of an earlier run, a retry
- * written, a reap), or `pollMs`. With a destination saturated it looks past its runs, at most every
- * SKIP_CLAIM_INTERVAL_MS. A failing claim (database down) is retried with backoff.
+ * written, a reap), or `pollMs`. Each claim takes no more runs of a destination than the run queue has room for
+ * (`destinationRoom`: its limit, as adapted, less the runs of it held), so the rest stay for other dispatchers; with a
+ * destination saturated (no room worth a claim) it looks past its runs, at most every SKIP_CLAIM_INTERVAL_MS. A failing
+ * claim (database down) is retried with backoff.
  */
 
 import type { ClaimedRun } from '../../domain/claimed-run.ts';
 import type { Clock } from '../../domain/clock.ts';
+import { destinationPatternOf } from '../../domain/destination.ts';
 import { type BucketDue, Rotation } from '../../domain/fair-share.ts';
 import type { Db } from '../../store/db.ts';
 import { claimRuns } from '../../store/queue/claim-runs.ts';
@@ -39,6 +42,12 @@ export type ClaimPacerOptions = {
   callbacksPerDay?: number;
 };
 
+/**
+ * How long the loop waits before claiming again when the runs due now are all in buckets with flow controls and the
+ * last claim came short (they are held back), in ms: about an outcome writer's gathering, after which slots may free.
+ */
+export const FLOW_HELD_SLEEP_MS = 100;
+
 /** Least time between claims that look past saturated destinations (each walks their backlog), in ms; doubled after
  * each that finds nothing, up to the max. */
 const SKIP_CLAIM_INTERVAL_MS = 100;
@@ -62,7 +71,8 @@ export type ClaimPacerDeps = {
   clock: Clock;
   logger: EngineLogger;
   wakeup: Wakeup;
-  queue: Pick<RunQueue, 'free' | 'add' | 'slotFreed' | 'wake' | 'saturatedDestinations'>;
+  queue: Pick<RunQueue, 'free' | 'add' | 'slotFreed' | 'wake' | 'saturatedDestinations'> &
+    Partial<Pick<RunQueue, 'destinationRoom' | 'heldRoom'>>;
   options: ClaimPacerOptions;
   /** Seconds each claim took, for the metrics. */
   observeClaim?: (seconds: number) => void;
@@ -81,8 +91,9 @@ export interface ClaimPacer {
 
 /**
  * One claim of up to `c.limit` runs due by now + `c.horizonMs` for `deps.options.owner`, shared out over the buckets
- * with due runs (`c.buckets`, or read now) starting where `c.rotation` stands; a bucket whose claim fails is logged and
- * the others are claimed. The Node pacer's step and the Workers tick's, which hand the runs to their queues.
+ * with due runs (`c.buckets`, or read now) starting where `c.rotation` stands, looking past `c.skipDestinations` and
+ * keeping at most `c.destinationRoom(destination)` runs of each destination (absent: no cap); a bucket whose claim fails
+ * is logged and the others are claimed. The Node pacer's step and the Workers tick's, which hand the runs to their queues.
  * With `deps.tracer`, the claim is a `chime.claim` span (`chime.claim.limit`, `chime.claim.horizon_ms`,
  * `chime.claim.runs` claimed, `chime.dispatcher`, `chime.claim.bucket_failed`; ERROR when it throws) whose
  * `traceparent` each claimed run keeps
@@ -93,7 +104,14 @@ export async function claimBatch(
   deps: Pick<ClaimPacerDeps, 'db' | 'clock' | 'logger' | 'observeClaim' | 'store' | 'tracer'> & {
     options: Pick<ClaimPacerOptions, 'owner' | 'leaseMarginMs' | 'callbacksPerDay'>;
   },
-  c: { limit: number; horizonMs: number; skipDestinations?: string[]; rotation: Rotation; buckets?: BucketDue[] },
+  c: {
+    limit: number;
+    horizonMs: number;
+    skipDestinations?: string[];
+    destinationRoom?: (destination: string) => number;
+    rotation: Rotation;
+    buckets?: BucketDue[];
+  },
 ): Promise<ClaimedRun[]> {
   const { db, clock, logger, options: o } = deps;
   const store = deps.store ?? { dueBuckets, claimRuns };
@@ -112,6 +130,7 @@ export async function claimBatch(
       callbacksPerDay: o.callbacksPerDay ?? 0,
       horizonMs: c.horizonMs,
       skipDestinations: c.skipDestinations ?? [],
+      destinationRoom: c.destinationRoom,
       rotation: c.rotation,
       buckets: c.buckets ?? (await store.dueBuckets(db)),
       onBucketError: (shard, err) => {
@@ -155,6 +174,13 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
   let lookFirst = false;
   let skipInterval = SKIP_CLAIM_INTERVAL_MS;
   let lastSkipClaimAt = -Infinity;
+  /**
+   * The destinations (spellings) the last claim that looked past saturated destinations skipped, when it found nothing:
+   * the runs due are theirs, as far as is known (null: not so).
+   */
+  let onlySaturatedDue: Set<string> | null = null;
+  /** The loop last waited for a slot of a saturated destination. */
+  let waitedForSaturated = false;
 
   const slotOrSleep = async (ms: number) => {
     await Promise.race([queue.slotFreed(), wakeup.sleep(ms)]);
@@ -168,7 +194,8 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
       knownAt = clock.now();
     }
     knownThroughSleep = false;
-    const claimed = await claimBatch(deps, { limit, horizonMs, skipDestinations, rotation, buckets: known });
+    const destinationRoom = queue.destinationRoom;
+    const claimed = await claimBatch(deps, { limit, horizonMs, skipDestinations, destinationRoom, rotation, buckets: known });
     for (const run of claimed) queue.add(run);
     return claimed;
   }
@@ -184,12 +211,17 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
     knownAt = clock.now();
     const due = known.length === 0 ? null : Math.min(...known.map((b) => b.dueAtMs));
     const now = clock.now();
-    const wait = claimWaitMs(due, now, o, claimIfDue);
+    let wait = claimWaitMs(due, now, o, claimIfDue);
+    // The claim came short while runs are due only in buckets with flow controls: those are runs their flow controls
+    // hold back. Claiming again at once would find them held still (and cost a walk past them): wait a little, as the
+    // flow controls' slots free only as outcomes are written and their rates grant starts ahead anyway.
+    if (due !== null && due <= now && known.every((b) => b.flows || b.dueAtMs > now)) wait = Math.max(wait, FLOW_HELD_SLEEP_MS);
     if (wait === 0) return false;
     if (skipping && !claimIfDue && due !== null && due <= now) {
       known = null;
       // Only the saturated destinations have due runs: wait for one of their slots.
       if (running) await slotOrSleep(SKIP_CLAIM_INTERVAL_MS);
+      waitedForSaturated = true;
       return true;
     }
     // stop() may have come while this iteration awaited the database: its wake() found no sleep to end.
@@ -233,15 +265,28 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
           if (!running) break;
           if (clock.now() - lastSkipClaimAt < skipInterval) {
             await slotOrSleep(SKIP_CLAIM_INTERVAL_MS);
+            waitedForSaturated = true;
             continue;
           }
           lastSkipClaimAt = clock.now();
         }
-        const claimed = await claim(limit, o.lookaheadMs, skip);
+        // A slot of a saturated destination freed while only such destinations had runs due: the claim takes what
+        // their room holds, and one more, not a batch of which it would give all but that back (a claim and a
+        // give-back per callback). The one more finds out whether other destinations have runs due by now.
+        const reduced = skip.length === 0 && waitedForSaturated && onlySaturatedDue !== null && queue.heldRoom !== undefined;
+        const n = reduced ? Math.min(limit, Math.max(0, queue.heldRoom!()) + 1) : limit;
+        waitedForSaturated = false;
+        const claimed = await claim(n, o.lookaheadMs, skip);
         delays = backoffDelays(ERROR_BACKOFF_MIN_MS, ERROR_BACKOFF_MAX_MS);
-        if (skip.length > 0)
+        if (skip.length > 0) {
           skipInterval = claimed.length > 0 ? SKIP_CLAIM_INTERVAL_MS : Math.min(skipInterval * 2, SKIP_CLAIM_INTERVAL_MAX_MS);
-        if (claimed.length === limit || !running) continue;
+          onlySaturatedDue = claimed.length === 0 ? new Set(skip) : null;
+        } else if (reduced && claimed.some((r) => !onlySaturatedDue!.has(destinationPatternOf(r.callback.url)))) {
+          // Another destination's run: there are more than theirs due now, claim in full again.
+          onlySaturatedDue = null;
+          skipInterval = SKIP_CLAIM_INTERVAL_MS;
+        }
+        if (claimed.length === n || !running) continue;
         await sleepUntilDue(claimed.length > 0, skip.length > 0);
       } catch (err) {
         known = null;

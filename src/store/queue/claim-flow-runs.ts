@@ -49,7 +49,13 @@ export const FLOW_START_DELAY_MS = 100;
  * so that one key's backlog cannot take every claim's limit.
  * @returns the runs granted, to lease in the same transaction (`flowDue`)
  */
-export async function grantFlowRuns(tx: Executor, shard: number, limit: number, claimNowMs: number, claimHorizonMs: number): Promise<FlowGranted[]> {
+export async function grantFlowRuns(
+  tx: Executor,
+  shard: number,
+  limit: number,
+  claimNowMs: number,
+  claimHorizonMs: number,
+): Promise<FlowGranted[]> {
   const nowMs = claimNowMs + FLOW_START_DELAY_MS;
   const horizonMs = Math.max(0, claimHorizonMs - FLOW_START_DELAY_MS);
   const flows = await query<FlowRow>(

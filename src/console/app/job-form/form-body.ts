@@ -164,6 +164,8 @@ export function bodyOfForm(
     headers: pairs(s.headers, ':', 'headers', errors, 'Name: value'),
   };
   if (s.token) callback.authToken = s.token;
+  if (s.contentType.trim()) callback.contentType = s.contentType.trim();
+  else if (edit) callback.contentType = null;
   if (codes.length) callback.successStatusCodes = codes;
   if (s.timeout.trim()) callback.timeoutMs = readNumber(s.timeout, 'timeout', errors, { integer: true });
   body.callback = callback;
@@ -177,16 +179,26 @@ export function bodyOfForm(
   } else if (edit) {
     body.payload = null;
   }
+  // Sent as is (no trimming): the bytes typed are the bytes signed and sent.
+  if (s.body !== '') body.body = s.body;
+  else if (edit) body.body = null;
 
   const retry: Record<string, unknown> = { strategy: s.strategy };
   const optional = (text: string, field: FieldName, integer: boolean) =>
     text.trim() ? readNumber(text, field, errors, { integer }) : undefined;
+  // A schedule's attempts follow its delays; the formulas' fields mean nothing to it (maxDelayMs still caps Retry-After).
+  const listed = s.strategy === 'schedule';
   const retryNumbers: [string, number | null | undefined][] = [
-    ['maxAttempts', optional(s.attempts, 'attempts', true)],
-    ['initialDelayMs', optional(s.initial, 'initial', true)],
+    ['maxAttempts', listed ? undefined : optional(s.attempts, 'attempts', true)],
+    ['initialDelayMs', listed ? undefined : optional(s.initial, 'initial', true)],
     ['maxDelayMs', optional(s.maxDelay, 'maxDelay', true)],
-    ['multiplier', optional(s.multiplier, 'multiplier', false)],
+    ['multiplier', listed ? undefined : optional(s.multiplier, 'multiplier', false)],
   ];
+  if (listed) {
+    const delays = s.delays.split(/[\s,]+/).filter(Boolean);
+    if (delays.length === 0) addError(errors, 'delays', 'enter the wait before each retry, in ms, such as 1000, 10000, 60000');
+    retry.delaysMs = delays.map((d) => readNumber(d, 'delays', errors, { integer: true }));
+  }
   for (const [k, v] of retryNumbers) if (v !== undefined) retry[k] = v;
   retry.jitter = s.retryJitter;
   body.retry = retry;

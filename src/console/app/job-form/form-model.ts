@@ -41,6 +41,8 @@ export type FormState = {
   initial: string;
   maxDelay: string;
   multiplier: string;
+  /** Strategy `schedule`: the wait before each retry, ms, comma-separated. */
+  delays: string;
   retryJitter: boolean;
   relevancy: string;
   delivery: string;
@@ -50,6 +52,9 @@ export type FormState = {
   pause: string;
   metadata: string;
   payload: string;
+  /** A body that is not JSON, sent as is instead of the payload. */
+  body: string;
+  contentType: string;
 };
 export type FieldName = keyof FormState;
 /** The fields whose value is free text. */
@@ -79,6 +84,7 @@ export const LABELS: Readonly<Record<FieldName, string>> = {
   initial: 'Initial delay (ms)',
   maxDelay: 'Max delay (ms)',
   multiplier: 'Backoff multiplier',
+  delays: 'Retry delays (ms)',
   retryJitter: 'Randomize retry delays',
   relevancy: 'Relevancy window (seconds)',
   delivery: 'Delivery mode',
@@ -88,6 +94,8 @@ export const LABELS: Readonly<Record<FieldName, string>> = {
   pause: 'Pause after failures',
   metadata: 'Metadata (one key=value per line)',
   payload: 'Payload (JSON)',
+  body: 'Body (sent as is)',
+  contentType: 'Content type',
 };
 
 /** Every field of the schedule (their errors go stale together when any of them changes). */
@@ -124,11 +132,14 @@ export function visibleFields(type: ScheduleType, edit: boolean): FieldName[] {
     'attempts',
     'initial',
     'maxDelay',
+    'delays',
     'relevancy',
     'delivery',
     'pause',
     'metadata',
     'payload',
+    'body',
+    'contentType',
   ];
   return ['name', ...(edit ? [] : (['key'] as FieldName[])), 'type', ...scheduleFields(type), ...rest, ...ADVANCED_FIELDS];
 }
@@ -169,6 +180,7 @@ export function blankForm(zone: string): FormState {
     initial: String(DEFAULT_RETRY.initialDelayMs),
     maxDelay: String(DEFAULT_RETRY.maxDelayMs),
     multiplier: String(DEFAULT_RETRY.multiplier),
+    delays: '',
     retryJitter: DEFAULT_RETRY.jitter,
     relevancy: '',
     delivery: 'at-least-once',
@@ -178,6 +190,8 @@ export function blankForm(zone: string): FormState {
     pause: '0',
     metadata: '',
     payload: '',
+    body: '',
+    contentType: '',
   };
 }
 
@@ -237,6 +251,7 @@ export function formFromJob(job: Job, zone: string): { form: FormState; exact: M
     initial: text(r.initialDelayMs),
     maxDelay: text(r.maxDelayMs),
     multiplier: text(r.multiplier),
+    delays: (r.delaysMs ?? []).join(', '),
     retryJitter: r.jitter ?? DEFAULT_RETRY.jitter,
     relevancy: job.relevancyWindowMs === null ? '' : String(job.relevancyWindowMs / 1000),
     delivery: job.deliveryMode,
@@ -246,6 +261,8 @@ export function formFromJob(job: Job, zone: string): { form: FormState; exact: M
     pause: String(job.pauseAfterFailures),
     metadata: pairs(job.metadata, '='),
     payload: job.payload === undefined || job.payload === null ? '' : JSON.stringify(job.payload, null, 2),
+    body: job.body ?? '',
+    contentType: job.callback.contentType ?? '',
   } satisfies Partial<FormState>);
   return { form, exact };
 }
@@ -255,6 +272,7 @@ const TOP_LEVEL: Readonly<Record<string, FieldName>> = {
   name: 'name',
   key: 'key',
   payload: 'payload',
+  body: 'body',
   relevancyWindowMs: 'relevancy',
   deliveryMode: 'delivery',
   overlapPolicy: 'overlap',
@@ -275,7 +293,15 @@ const NESTED: Readonly<Record<string, Readonly<Record<string, FieldName>>>> = {
     expression: 'expr',
     timezone: 'tz',
   },
-  callback: { url: 'url', method: 'method', headers: 'headers', authToken: 'token', successStatusCodes: 'codes', timeoutMs: 'timeout' },
+  callback: {
+    url: 'url',
+    method: 'method',
+    headers: 'headers',
+    authToken: 'token',
+    successStatusCodes: 'codes',
+    timeoutMs: 'timeout',
+    contentType: 'contentType',
+  },
   retry: {
     strategy: 'strategy',
     maxAttempts: 'attempts',
@@ -283,6 +309,7 @@ const NESTED: Readonly<Record<string, Readonly<Record<string, FieldName>>>> = {
     maxDelayMs: 'maxDelay',
     multiplier: 'multiplier',
     jitter: 'retryJitter',
+    delaysMs: 'delays',
   },
 };
 

@@ -113,6 +113,14 @@ export function RetrySection({ f }: { f: FormApi }) {
         <TextField f={f} name="attempts" hint="The first attempt included" attrs={{ inputMode: 'numeric' }} />
         <TextField f={f} name="initial" attrs={{ inputMode: 'numeric' }} />
         <TextField f={f} name="maxDelay" attrs={{ inputMode: 'numeric' }} />
+        {f.state.strategy === 'schedule' && (
+          <TextField
+            f={f}
+            name="delays"
+            hint="Retry n waits the n-th, comma-separated; attempts = delays + 1"
+            attrs={{ placeholder: '1000, 10000, 60000', spellcheck: false }}
+          />
+        )}
       </div>
     </Section>
   );
@@ -147,12 +155,24 @@ export function DeliverySection({ f }: { f: FormApi }) {
   );
 }
 
-/** Metadata and payload. */
+/** Metadata, and the request body: a JSON payload, or a body sent as is with its content type. */
 export function DataSection({ f }: { f: FormApi }) {
   return (
     <Section legend="Data">
       <AreaField f={f} name="metadata" placeholder="team=ops" hint="At most 20 pairs" />
       <AreaField f={f} name="payload" placeholder={'{ "report": "daily" }'} hint="The JSON body of each callback (not for GET)" />
+      <AreaField
+        f={f}
+        name="body"
+        placeholder={'<report day="daily"/>'}
+        hint="Or a body that is not JSON, sent as is (≤ 256 KiB); not with a payload"
+      />
+      <TextField
+        f={f}
+        name="contentType"
+        hint="Optional: application/json for a payload, text/plain for a body"
+        attrs={{ placeholder: 'application/xml', spellcheck: false, autocomplete: 'off' }}
+      />
     </Section>
   );
 }

@@ -112,7 +112,8 @@ export function JobFacts({ job, lastRun }: { job: Job; lastRun: Run | null | und
           orNone('')
         ),
       )}
-      {row('Authorization', job.callback.hasAuthToken ? 'Auth token: set' : 'Auth token: none')}
+      {row('Authorization', authWords(job.callback))}
+      {job.callback.jwtAudience ? row('JWT audience', <span class="mono">{job.callback.jwtAudience}</span>) : null}
       {row('Success codes', job.callback.successStatusCodes.join(', '))}
       {row('Timeout', durationWords(job.callback.timeoutMs))}
       {row(
@@ -162,11 +163,28 @@ export function JobFacts({ job, lastRun }: { job: Job; lastRun: Run | null | und
           : `never (${job.consecutiveFailures} failed runs in a row now)`,
       )}
       {row('Metadata', orNone(metadata.map(([k, v]) => `${k}=${v}`).join(', ')))}
-      {row('Payload', job.payload === undefined || job.payload === null ? orNone('') : <pre>{JSON.stringify(job.payload, null, 2)}</pre>)}
+      {job.body !== null && job.body !== undefined
+        ? row('Body', <pre>{job.body}</pre>)
+        : row(
+            'Payload',
+            job.payload === undefined || job.payload === null ? orNone('') : <pre>{JSON.stringify(job.payload, null, 2)}</pre>,
+          )}
+      {job.callback.contentType ? row('Content type', <span class="mono">{job.callback.contentType}</span>) : null}
       {row('Key', job.key ? <span class="mono">{job.key}</span> : orNone(''))}
       {row('Job ID', <span class="mono">{job.jobId}</span>)}
       {row('Created', <Time iso={job.createdAt} />)}
       {row('Updated', <Time iso={job.updatedAt} />)}
     </dl>
   );
+}
+
+/** How a callback authenticates, in words (never a secret: the Job has none to show). */
+function authWords(callback: Job['callback']): string {
+  const auth = callback.auth;
+  if (auth?.type === 'basic') return `Basic, user ${auth.username ?? ''}`;
+  if (auth?.type === 'oauth2') {
+    const extra = [auth.scope && `scope ${auth.scope}`, auth.audience && `audience ${auth.audience}`].filter(Boolean).join(', ');
+    return `OAuth2 client credentials: client ${auth.clientId ?? ''} at ${auth.tokenUrl ?? ''}${extra ? ` (${extra})` : ''}`;
+  }
+  return callback.hasAuthToken ? 'Auth token: set' : 'Auth token: none';
 }
