@@ -12,6 +12,7 @@ import type { SuccessBody } from '../domain/receiver-control.ts';
 import { resolveRetryPolicy } from '../domain/retry.ts';
 import { normalizeSchedule, type Schedule, scheduleIssues } from '../domain/schedule.ts';
 import type { StatusCodeSpec } from '../domain/status-codes.ts';
+import { missingFlowControls } from '../store/flow-controls.ts';
 import type { AppDeps, ResolveHost } from './env.ts';
 import { type FieldError, schemaFieldErrors, validationError } from './problems.ts';
 import { CallbackSchema, type JobBody, JobBodySchema, ScheduleSchema } from './schemas.ts';
@@ -186,6 +187,22 @@ export async function jobRuleErrors(raw: unknown, deps: AppDeps, nowMs: number):
 export async function jobBodyErrors(raw: unknown, deps: AppDeps, nowMs: number): Promise<FieldError[]> {
   const parsed = JobBodySchema.safeParse(raw);
   return [...(parsed.success ? [] : schemaFieldErrors(parsed.error.issues)), ...(await jobRuleErrors(raw, deps, nowMs))];
+}
+
+/**
+ * Refuses a `flowControlKey` that names no flow control of the tenant (API.md "Destination control").
+ * @param key the job's key as set (null or undefined: none, nothing to check)
+ * @throws ApiError `validation` naming `flowControlKey`
+ */
+export async function assertFlowControlExists(deps: AppDeps, tenantId: string, key: string | null | undefined): Promise<void> {
+  if (!key) return;
+  const [missing] = await missingFlowControls(deps.store.db, tenantId, [key]);
+  if (missing !== undefined) throw validationError([flowControlMissing(missing)]);
+}
+
+/** The field error of a `flowControlKey` that names no flow control of the tenant. */
+export function flowControlMissing(key: string): FieldError {
+  return { path: 'flowControlKey', message: `no flow control "${key}": create it first with PUT /v1/flow-controls/${key}` };
 }
 
 /**

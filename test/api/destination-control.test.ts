@@ -237,4 +237,77 @@ describe.each(DATABASE_TARGETS)('destination control at the API on $kind', (targ
     }
     expect((await create(good({ flowControlKey: null }))).flowControlKey).toBeNull();
   });
+
+  it('flowControlKey must name a flow control of the tenant: on create, in a batch, by key and on PATCH', async () => {
+    const missing = (r: ApiResponse) => {
+      expect(r.status, JSON.stringify(r.body)).toBe(400);
+      expect(paths(r)).toEqual(['flowControlKey']);
+      expect(r.body.detail).toContain('PUT /v1/flow-controls/nowhere');
+    };
+    missing(await tenant.api.post('/v1/jobs', good({ flowControlKey: 'nowhere' })));
+    missing(await tenant.api.request('PUT', '/v1/jobs/by-key/fk', good({ flowControlKey: 'nowhere' })));
+    const batch = await tenant.api.post('/v1/jobs/batch', { jobs: [good({ flowControlKey: 'nowhere' }), good()] });
+    expect(batch.body.results.map((r: { status: number }) => r.status)).toEqual([400, 201]);
+    expect(batch.body.results[0].problem.errors.map((e: { path: string }) => e.path)).toEqual(['flowControlKey']);
+    const job = await create(good());
+    missing(await tenant.api.request('PATCH', `/v1/jobs/${job.jobId}`, { flowControlKey: 'nowhere' }));
+
+    // Another tenant's flow control of that key does not count; the tenant's own does.
+    const other = await app.tenant('other');
+    expect((await other.api.request('PUT', '/v1/flow-controls/nowhere', { parallelism: 2 })).status).toBe(201);
+    missing(await tenant.api.post('/v1/jobs', good({ flowControlKey: 'nowhere' })));
+    expect((await tenant.api.request('PUT', '/v1/flow-controls/nowhere', { parallelism: 2 })).status).toBe(201);
+    expect((await create(good({ flowControlKey: 'nowhere' }))).flowControlKey).toBe('nowhere');
+    const patched = await tenant.api.request('PATCH', `/v1/jobs/${job.jobId}`, { flowControlKey: 'nowhere' });
+    expect(patched.body.flowControlKey).toBe('nowhere');
+    // Named by open jobs it cannot go; once they name another (or none), it can.
+    const refused = await tenant.api.request('DELETE', '/v1/flow-controls/nowhere');
+    expect(refused.status).toBe(409);
+    expect(refused.body.detail).toMatch(/2 job\(s\) name this flow control/);
+  });
+
+  it('flow controls: created 201, replaced 200 (what is absent is none), read with their state, listed, each bound named', async () => {
+    const put = (key: string, body: unknown) => tenant.api.request('PUT', `/v1/flow-controls/${key}`, body);
+    const created = await put('stripe', { rate: { limit: 25, periodMs: 1000 }, parallelism: 10 });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      key: 'stripe',
+      rate: { limit: 25, periodMs: 1000 },
+      parallelism: 10,
+      paused: false,
+      inFlight: 0,
+      waiting: 0,
+    });
+    const replaced = await put('stripe', { parallelism: 3, paused: true });
+    expect(replaced.status).toBe(200);
+    expect(replaced.body).toMatchObject({ rate: null, parallelism: 3, paused: true });
+    expect((await tenant.api.get('/v1/flow-controls/stripe')).body).toEqual(replaced.body);
+    const listed = await tenant.api.get('/v1/flow-controls?limit=1');
+    expect(listed.body.flowControls).toHaveLength(1);
+    const next = await tenant.api.get(`/v1/flow-controls?limit=100&cursor=${listed.body.nextCursor}`);
+    expect([...listed.body.flowControls, ...next.body.flowControls].map((f: { key: string }) => f.key)).toContain('stripe');
+
+    for (const [body, path] of [
+      [{ rate: { limit: 0, periodMs: 1000 } }, 'rate.limit'],
+      [{ rate: { limit: 100_001, periodMs: 1000 } }, 'rate.limit'],
+      [{ rate: { limit: 5, periodMs: 999 } }, 'rate.periodMs'],
+      [{ rate: { limit: 5, periodMs: 86_400_001 } }, 'rate.periodMs'],
+      [{ parallelism: 0 }, 'parallelism'],
+      [{ parallelism: 10_001 }, 'parallelism'],
+      [{ paused: 'yes' }, 'paused'],
+      [{ burst: 3 }, 'burst'],
+    ] as const) {
+      const r = await put('stripe', body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(paths(r), JSON.stringify(body)).toEqual([path]);
+    }
+    const badKey = await put('has%20space', { parallelism: 1 });
+    expect(badKey.status).toBe(400);
+    expect(paths(badKey)).toEqual(['key']);
+    expect((await tenant.api.get('/v1/flow-controls/stripe')).body).toMatchObject({ parallelism: 3, paused: true });
+    expect((await tenant.api.get('/v1/flow-controls/none')).status).toBe(404);
+    expect((await tenant.api.request('DELETE', '/v1/flow-controls/none')).status).toBe(404);
+    expect((await tenant.api.request('DELETE', '/v1/flow-controls/stripe')).status).toBe(204);
+    expect((await tenant.api.get('/v1/flow-controls/stripe')).status).toBe(404);
+  });
 });

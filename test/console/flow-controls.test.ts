@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { apiClient } from '../support/api.ts';
-import { BROWSER, DATABASE_TARGETS, useHarness } from './support.ts';
+import { BROWSER, DATABASE_TARGETS, useHarness, YEARLY } from './support.ts';
 
 describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind: flow controls', (target) => {
   const h = useHarness(target);
@@ -53,7 +53,7 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     await expect
       .poll(async () => (await t.api.get(`/v1/jobs/${job.body.jobId}/runs`)).body.runs[0]?.status, { timeout: 15_000 })
       .toBe('succeeded');
-    expect(await row.getByRole('cell').nth(4).textContent()).toBe('0');
+    await expect.poll(() => row.getByRole('cell').nth(4).textContent()).toBe('0');
 
     // Edit: the form takes its settings; a new parallelism replaces the old one.
     await row.getByRole('button', { name: 'Edit' }).click();
@@ -63,11 +63,17 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     await expect.poll(() => row.getByRole('cell').nth(2).textContent()).toBe('7');
     expect((await t.api.get('/v1/flow-controls/crm')).body).toMatchObject({ parallelism: 7, rate: { limit: 20, periodMs: 1000 } });
 
-    // Deleting one a job names is refused (shown), one no job names goes.
+    // Deleting one an open job names is refused (shown), one no open job names goes (the once-job above completed).
+    const yearly = await h.makeJob(t, {
+      name: 'yearly',
+      schedule: YEARLY,
+      callback: { url: `${h.receiver.url}/crm` },
+      flowControlKey: 'crm',
+    });
     await row.getByRole('button', { name: 'Delete' }).click();
     await row.getByRole('button', { name: 'Delete' }).last().click();
     await expect.poll(() => page.getByRole('alert').first().textContent()).toMatch(/name this flow control/);
-    await t.api.request('DELETE', `/v1/jobs/${job.body.jobId}`);
+    await t.api.request('DELETE', `/v1/jobs/${yearly}`);
     await row.getByRole('button', { name: 'Delete' }).click();
     await row.getByRole('button', { name: 'Delete' }).last().click();
     await page.getByText('No flow controls yet.').waitFor();

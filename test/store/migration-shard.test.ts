@@ -32,8 +32,8 @@ const BEFORE_SHARD_IDX = 12;
 const BEFORE_SHARD_TAG = '0012_open_jobs_index_callback';
 const SHARD_TAG = '0013_tenant_shard';
 
-/** Tenant-owned tables that later migrations make (audit_log: 0015, tenant_callbacks: 0016): not there at 0013. */
-const LATER_TABLES: readonly string[] = ['audit_log', 'tenant_callbacks'];
+/** Tenant-owned tables that later migrations make (audit_log: 0015, tenant_callbacks: 0016, flow_controls: 0018): not there at 0013. */
+const LATER_TABLES: readonly string[] = ['audit_log', 'tenant_callbacks', 'flow_controls'];
 /** The tables whose rows a tenant owns at 0013, each with `shard` (the list Citus distributes, less the later ones). */
 const TENANT_TABLES = DISTRIBUTED_TABLES.filter((t) => !LATER_TABLES.includes(t));
 /** Every table of the schema: the tenant-owned ones and the service's own JWT keys. */
@@ -649,9 +649,10 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))(
         runs_pkey: 'runs(shard,id)',
         attempts_pkey: 'attempts(shard,run_id,attempt)',
         jwt_keys_pkey: 'jwt_keys(kid)',
-        // Made by later migrations (0015, 0016), shard first as every tenant-owned table's.
+        // Made by later migrations (0015, 0016, 0018), shard first as every tenant-owned table's.
         audit_log_pkey: 'audit_log(shard,id)',
         tenant_callbacks_pkey: 'tenant_callbacks(shard,tenant_id,day)',
+        flow_controls_pkey: 'flow_controls(shard,id)',
         api_processes_pkey: 'api_processes(id)',
       });
     });

@@ -6,11 +6,12 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, inArray } from 'drizzle-orm';
 import type { JobSpec } from '../../domain/job.ts';
 import type { Db } from '../../store/db.ts';
+import { missingFlowControls } from '../../store/flow-controls.ts';
 import { activeJobsRoom, createJobs, JobKeyTakenError, QuotaExceededError } from '../../store/jobs.ts';
 import { jobs } from '../../store/schema.ts';
 import { ofTenant } from '../../store/tenant-scope.ts';
 import type { AppEnv } from '../env.ts';
-import { jobBodyErrors, resolveOncePerHost, toJobSpec } from '../job-input.ts';
+import { flowControlMissing, jobBodyErrors, resolveOncePerHost, toJobSpec } from '../job-input.ts';
 import { unstorableFields } from '../json-guard.ts';
 import { ApiError, problemBody } from '../problems.ts';
 import { JobBodySchema, JobSchema, ProblemSchema } from '../schemas.ts';
@@ -88,6 +89,23 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
         } catch (err) {
           if (!(err instanceof ApiError)) throw err;
           results[index] = { status: err.status, problem: problem(err.code, err.detail, err.errors) };
+        }
+      }
+      // Flow controls named by the valid items, checked in one read: an item naming none of the tenant's is a 400.
+      const missing = new Set(
+        await missingFlowControls(
+          deps.store.db,
+          tenantId,
+          valid.map((v) => v.spec.flowControlKey).filter((k): k is string => Boolean(k)),
+        ),
+      );
+      for (let i = valid.length - 1; i >= 0 && missing.size > 0; i--) {
+        const key = valid[i]!.spec.flowControlKey;
+        if (key && missing.has(key)) {
+          const errors = [flowControlMissing(key)];
+          results[valid[i]!.index] = { status: 400, problem: problem('validation', `${errors[0]!.path}: ${errors[0]!.message}`, errors) };
+          if (valid[i]!.spec.key !== null) keys.delete(valid[i]!.spec.key!);
+          valid.splice(i, 1);
         }
       }
       if (keys.size > 0) {

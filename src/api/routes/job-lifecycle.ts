@@ -16,7 +16,7 @@ import { createJob, getJobByKey, JobKeyTakenError } from '../../store/jobs.ts';
 import { getRun } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
 import { everyFieldHook } from '../every-field-hook.ts';
-import { fieldOf, jobRuleErrors, toJobSpec } from '../job-input.ts';
+import { assertFlowControlExists, fieldOf, jobRuleErrors, toJobSpec } from '../job-input.ts';
 import { patchedCallback, patchedRequestBody, patchedRetry, patchRuleErrors } from '../job-patch.ts';
 import { emptyBody } from '../json-guard.ts';
 import { ApiError, type FieldError, validationError } from '../problems.ts';
@@ -125,6 +125,7 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
       ] as const) {
         if (body[k] !== undefined) (changes as Record<string, unknown>)[k] = body[k];
       }
+      await assertFlowControlExists(deps, c.var.tenantId, changes.flowControlKey);
       const updated = await updateJob(deps.store, c.var.tenantId, job.id, changes);
       return c.json(jobView(updated!), 200);
     },
@@ -207,6 +208,7 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
       const body = c.req.valid('json');
       const now = deps.store.clock.now();
       const spec = await toJobSpec({ ...body, key }, deps, now, keyMismatch(body.key, key));
+      await assertFlowControlExists(deps, c.var.tenantId, spec.flowControlKey);
       for (let attempt = 0; attempt < 2; attempt++) {
         const existing = await getJobByKey(deps.store, c.var.tenantId, key);
         if (existing) {

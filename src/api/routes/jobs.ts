@@ -8,7 +8,7 @@ import { createJob, getJob, getJobByKey, listJobs } from '../../store/jobs.ts';
 import { listRuns } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
 import { everyFieldHook } from '../every-field-hook.ts';
-import { jobRuleErrors, toJobSpec } from '../job-input.ts';
+import { assertFlowControlExists, jobRuleErrors, toJobSpec } from '../job-input.ts';
 import { metadataFilter, parseMetadataFilter, SearchQueryField } from '../job-search.ts';
 import { ApiError, schemaFieldErrors, validationError } from '../problems.ts';
 import { IdempotencyKeyHeaders, JobBodySchema, JobKeySchema, JobSchema, PageQuery, RunSchema } from '../schemas.ts';
@@ -43,6 +43,7 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
       const now = deps.store.clock.now();
       const body = c.req.valid('json');
       const spec = await toJobSpec(body, deps, now);
+      await assertFlowControlExists(deps, c.var.tenantId, spec.flowControlKey);
       const idempotencyKey = c.req.valid('header')['idempotency-key'];
       if (idempotencyKey) {
         const r = await createJobIdempotently(
