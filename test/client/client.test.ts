@@ -272,6 +272,25 @@ describe.each(DATABASE_TARGETS)('@chime/client over HTTP ($kind)', (target) => {
     expect((await chimeError(client.usage(91))).errors.map((e) => e.path)).toEqual(['days']);
   });
 
+  it('flow controls: put, get, list, a job naming one, delete refused then done', async () => {
+    const created = await client.flowControls.put('crm', { rate: { limit: 20, periodMs: 1000 }, parallelism: 5 });
+    expect(created).toMatchObject({ key: 'crm', rate: { limit: 20, periodMs: 1000 }, parallelism: 5, paused: false, inFlight: 0 });
+    expect(await client.flowControls.get('crm')).toEqual(created);
+    await client.flowControls.put('other', { paused: true });
+    expect((await client.flowControls.list({ limit: 1 }).toArray()).map((f) => f.key)).toEqual(['crm', 'other']);
+    const job = await client.jobs.create({
+      schedule: { type: 'cron', expression: '0 0 1 1 *' },
+      callback: { url: 'http://127.0.0.1:9/crm' },
+      flowControlKey: 'crm',
+    });
+    expect(job.flowControlKey).toBe('crm');
+    expect((await chimeError(client.flowControls.delete('crm'))).status).toBe(409);
+    await client.jobs.cancel(job.jobId);
+    await client.flowControls.delete('crm');
+    expect((await chimeError(client.flowControls.get('crm'))).status).toBe(404);
+    expect((await chimeError(client.flowControls.put('bad key', {}))).errors.map((e) => e.path)).toEqual(['key']);
+  });
+
   it('notification endpoints: create, list, deliveries, delete', async () => {
     const endpoint = await client.notificationEndpoints.create({
       url: 'http://127.0.0.1:9/events',

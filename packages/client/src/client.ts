@@ -13,7 +13,7 @@ import type { ChimeClient, ChimeClientOptions } from './surface.ts';
 
 export type { ChimeClient, ChimeClientOptions, IdempotencyOptions } from './surface.ts';
 
-import type { Job, JobListQuery, NotificationDelivery, Run, RunListQuery } from './types.ts';
+import type { FlowControl, Job, JobListQuery, NotificationDelivery, Run, RunListQuery } from './types.ts';
 
 type ApiResult<T> = { data?: T; error?: unknown; response: Response };
 
@@ -230,6 +230,23 @@ export function createChimeClient(options: ChimeClientOptions): ChimeClient {
               params: { path: { endpointId: param('endpointId', endpointId) }, query: { ...query, cursor } },
             }),
         ),
+    },
+    flowControls: {
+      put: (key, input) =>
+        send('PUT /v1/flow-controls/{key}', () =>
+          raw.PUT('/v1/flow-controls/{key}', { params: { path: { key: param('key', key) } }, body: input }),
+        ),
+      get: (key) =>
+        send('GET /v1/flow-controls/{key}', () => raw.GET('/v1/flow-controls/{key}', { params: { path: { key: param('key', key) } } })),
+      list: (query = {}) =>
+        paged<FlowControl, 'flowControls'>('GET /v1/flow-controls', 'flowControls', query.cursor, (cursor) =>
+          raw.GET('/v1/flow-controls', { params: { query: { ...query, cursor } } }),
+        ),
+      delete: async (key) => {
+        await send('DELETE /v1/flow-controls/{key}', () =>
+          raw.DELETE('/v1/flow-controls/{key}', { params: { path: { key: param('key', key) } } }),
+        );
+      },
     },
     tenants: {
       create: (name) => send('POST /v1/tenants', () => raw.POST('/v1/tenants', { body: { name } })),

@@ -18,6 +18,8 @@ import type {
   CreatedTenant,
   DeadLetterReplayFilter,
   DeadLetterReplayResult,
+  FlowControl,
+  FlowControlInput,
   HeartbeatAnswer,
   Job,
   JobFilter,
@@ -250,6 +252,26 @@ export interface ChimeClient {
      * @throws ChimeError 404, from the iteration
      */
     deliveries(endpointId: string, query?: PageQuery): Paginator<NotificationDelivery>;
+  };
+  flowControls: {
+    /**
+     * `PUT /v1/flow-controls/:key`: creates the flow control, or replaces its settings (what is absent is none). Jobs
+     * name it with `flowControlKey`; it holds across every dispatcher together.
+     * @throws ChimeError 400 (a bound out of range, a bad key)
+     */
+    put(key: string, input: FlowControlInput): Promise<FlowControl>;
+    /**
+     * `GET /v1/flow-controls/:key`: with its state (`inFlight`, `waiting`).
+     * @throws ChimeError 404
+     */
+    get(key: string): Promise<FlowControl>;
+    /** `GET /v1/flow-controls`: the tenant's flow controls by key, over all pages. */
+    list(query?: PageQuery): Paginator<FlowControl>;
+    /**
+     * `DELETE /v1/flow-controls/:key`.
+     * @throws ChimeError 404, 409 (open jobs name it)
+     */
+    delete(key: string): Promise<void>;
   };
   tenants: {
     /**

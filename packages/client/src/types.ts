@@ -81,6 +81,10 @@ export type Usage = Schemas['Usage'];
 export type NotificationEndpoint = Schemas['NotificationEndpoint'];
 export type NotificationEndpointInput = Schemas['NotificationEndpointInput'];
 export type NotificationDelivery = Schemas['NotificationDelivery'];
+/** A flow control with its state (API.md "Destination control"). */
+export type FlowControl = Schemas['FlowControl'];
+/** A flow control's settings, as `PUT /v1/flow-controls/:key` takes them (what is absent is none). */
+export type FlowControlInput = Schemas['FlowControlInput'];
 export type EventType = NotificationEndpoint['events'][number];
 /** A run's result posted to its job's `onSuccess` / `onFailure` (`GET /v1/jobs/:jobId/result-deliveries`). */
 export type ResultDelivery = Schemas['ResultDelivery'];
