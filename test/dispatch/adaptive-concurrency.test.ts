@@ -13,19 +13,18 @@
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import type { Agent } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { DISPATCHER_DEFAULTS } from '../../src/dispatch/defaults.ts';
-import { createCallbackAgent, createDeliver } from '../../src/dispatch/deliver.ts';
-import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/dispatch/drivers/node-dispatcher.ts';
-import { createKeyring } from '../../src/dispatch/keyring.ts';
+import { createCallbackAgent } from '../../src/dispatch/deliver.ts';
+import type { Dispatcher, DispatcherOptions } from '../../src/dispatch/drivers/node-dispatcher.ts';
 import { createDispatchMetrics } from '../../src/dispatch/metrics.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { createJobs } from '../../src/store/jobs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
+import { testDispatcher } from '../support/dispatcher.ts';
 import { eventually } from '../support/eventually.ts';
 import { createTestTenantIn, deleteAllJobs, openTestStore, type TestStore, testJobSpec } from '../support/store.ts';
 
@@ -141,16 +140,12 @@ describe.each(DATABASE_TARGETS)('adaptive per-destination concurrency on $kind',
   /** Starts a dispatcher recording into a registry of its own; `limit()` reads its `chime_destination_limit` of `url`. */
   const start = async (url: string, options: Partial<DispatcherOptions> = {}) => {
     const registry = new Registry();
-    dispatcher = createDispatcher({
-      database: store.database,
-      clock: systemClock,
-      logger: pino({ level: 'silent' }),
-      deliver: createDeliver(agent),
-      keyring: createKeyring(store.ctx),
-      userAgent: 'chime-test',
-      metrics: createDispatchMetrics(registry),
-      options: { perDestination: PER_DESTINATION, pollMs: 250, reapIntervalMs: 60_000, shutdownGraceMs: 1_000, ...options },
-    });
+    dispatcher = testDispatcher(
+      store,
+      agent,
+      { perDestination: PER_DESTINATION, pollMs: 250, reapIntervalMs: 60_000, shutdownGraceMs: 1_000, ...options },
+      { metrics: createDispatchMetrics(registry) },
+    );
     await dispatcher.start();
     const series = `chime_destination_limit{destination="${new URL(url).origin}"} `;
     return {

@@ -9,17 +9,16 @@
  * - another flow control's runs and runs of jobs without one are not held up by it.
  */
 import { sql } from 'drizzle-orm';
-import { pino } from 'pino';
 import type { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCallbackAgent, createDeliver } from '../../src/dispatch/deliver.ts';
-import { createDispatcher, type Dispatcher } from '../../src/dispatch/drivers/node-dispatcher.ts';
-import { createKeyring } from '../../src/dispatch/keyring.ts';
+import { createCallbackAgent } from '../../src/dispatch/deliver.ts';
+import type { Dispatcher } from '../../src/dispatch/drivers/node-dispatcher.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { query } from '../../src/store/db.ts';
 import { getFlowControl, putFlowControl } from '../../src/store/flow-controls.ts';
 import { createJobs } from '../../src/store/jobs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
+import { testDispatcher } from '../support/dispatcher.ts';
 import { eventually } from '../support/eventually.ts';
 import { type Receiver, startReceiver } from '../support/receiver.ts';
 import { createTestTenantIn, openTestStore, type TestStore, testJobSpec } from '../support/store.ts';
@@ -83,23 +82,15 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))('flow control 
     await jobs(FREE_RUNS, free.url, freeDue, null);
 
     for (let i = 0; i < 3; i++) {
-      const d = createDispatcher({
-        database: store.database,
-        clock: systemClock,
-        logger: pino({ level: 'silent' }),
-        deliver: createDeliver(agent),
-        keyring: createKeyring(store.ctx),
-        userAgent: 'chime-test',
-        options: {
-          owner: `d${i}`,
-          perDestination: 16,
-          concurrency: 64,
-          batchSize: 100,
-          leaseMarginMs: 5_000,
-          reapIntervalMs: 500,
-          pollMs: 500,
-          shutdownGraceMs: 5_000,
-        },
+      const d = testDispatcher(store, agent, {
+        owner: `d${i}`,
+        perDestination: 16,
+        concurrency: 64,
+        batchSize: 100,
+        leaseMarginMs: 5_000,
+        reapIntervalMs: 500,
+        pollMs: 500,
+        shutdownGraceMs: 5_000,
       });
       dispatchers.push(d);
       await d.start();

@@ -1,12 +1,15 @@
 /**
  * Claims due runs of one bucket (`shard`) for one dispatcher: the hot path's first half. One transaction, every
  * statement of it naming the bucket:
- * 1. `UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED)` takes up to `limit` waiting runs whose time has come (or comes
- *    within `horizonMs`), sets the lease (from the due time: callback timeout + margin) and counts the attempt,
- *    returning each run with its job;
- * 2. gives back the runs of suspended tenants and of tenants past their callbacks per day (hold-runs.ts), then decides
- *    each other run's fate (`decideClaim`): deliver, or end it `expired`/`skipped` without a request;
- * 3. creates each advancing job's next occurrence and updates the job (docs/design.md invariant 2: the next occurrence
+ * 1. in a bucket with flow controls, their runs first: each flow control grants starts to its earliest waiting runs
+ *    (claim-flow-runs.ts), which the claim statement leases with their start as due time;
+ * 2. `UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED)` takes up to what is left of `limit` of the other waiting runs
+ *    whose time has come (or comes within `horizonMs`), sets the lease (from the due time: callback timeout + margin)
+ *    and counts the attempt, returning each run with its job;
+ * 3. gives back the runs of suspended tenants and of tenants past their callbacks per day (hold-runs.ts), those over a
+ *    destination's room and a flow control's runs the plain claim took (claim-steps.ts), then decides each other run's
+ *    fate (`decideClaim`): deliver, or end it `expired`/`skipped` without a request;
+ * 4. creates each advancing job's next occurrence and updates the job (docs/design.md invariant 2: the next occurrence
  *    is created in the same transaction that claims the current one).
  * Any number of dispatchers may call this concurrently: SKIP LOCKED partitions the rows without a leader.
  */
@@ -14,66 +17,20 @@ import { sql } from 'drizzle-orm';
 import { decideClaim } from '../../domain/claim-plan.ts';
 import type { ClaimedRun } from '../../domain/claimed-run.ts';
 import { asyncCompletionOf } from '../../domain/completion.ts';
-import { DESTINATION_PATTERN, destinationOf } from '../../domain/destination.ts';
-import { EVENT_DELIVERY_RETRY, EVENT_DELIVERY_WINDOW_MS, type EventSeed } from '../../domain/events.ts';
+import { DESTINATION_PATTERN } from '../../domain/destination.ts';
+import type { EventSeed } from '../../domain/events.ts';
 import { type BucketDue, type BucketShare, Rotation, shareClaim, shareLeftover } from '../../domain/fair-share.ts';
 import { newId } from '../../domain/ids.ts';
-import type { CallbackSpec, ResultRoute } from '../../domain/job.ts';
-import type { RetryPolicy } from '../../domain/retry.ts';
-import type { Schedule } from '../../domain/schedule.ts';
 import { jitterOffsetMs } from '../../domain/schedule.ts';
-import {
-  type CatchUpPolicy,
-  type DeliveryMode,
-  JOB_STATUS,
-  type OverlapPolicy,
-  RUN_STATUS,
-  RUN_TRIGGER,
-  type RunTrigger,
-} from '../../domain/states.ts';
+import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
 import { announceRun, type Db, type Executor, type PlannerSettings, pipelined, queryPlanned } from '../db.ts';
 import { endpointsOfEvents, recordEvents } from '../notifications.ts';
 import { runs } from '../schema.ts';
 import { inBucket, type OnBucketError } from './by-bucket.ts';
 import { type FlowGranted, flowDue, grantFlowRuns } from './claim-flow-runs.ts';
+import { advanceJobs, asResultDelivery, type ClaimRow, endRuns, runsNotOurs } from './claim-steps.ts';
 import { dueBuckets } from './due-backlog.ts';
-import { giveBack, type HoldCandidate, holdRuns, tenantOfRun } from './hold-runs.ts';
-
-type Row = {
-  id: string;
-  job_id: string;
-  tenant_id: string;
-  scheduled_for: Date | string;
-  trigger: RunTrigger;
-  attempts: number;
-  lease_expires_at: Date | string;
-  due_at: Date | string;
-  job_status: string;
-  schedule: Schedule;
-  callback: CallbackSpec;
-  auth_token_enc: string | null;
-  auth_secret_enc: string | null;
-  payload: unknown;
-  body: string | null;
-  event_id: string | null;
-  retry: RetryPolicy;
-  relevancy_window_ms: number | null;
-  delivery_mode: DeliveryMode;
-  overlap_policy: OverlapPolicy;
-  catch_up: CatchUpPolicy;
-  jitter_ms: number;
-  trace_parent: string | null;
-  on_success: ResultRoute | null;
-  on_failure: ResultRoute | null;
-  /** The job's `completion` as stored (src/domain/completion.ts `asyncCompletionOf`). */
-  completion: unknown;
-  /** The run's tenant: its status and `callbacksPerDay` override (hold-runs.ts `tenantOfRun`). */
-  tenant: HoldCandidate['tenant'];
-  /** The flow control the job names, if it exists (null for a result delivery, which no flow control limits). */
-  flow_control_id: string | null;
-  /** The flow control whose start this claim granted the run (claim-flow-runs.ts); null: claimed without one. */
-  flow_id: string | null;
-};
+import { giveBack, holdRuns, tenantOfRun } from './hold-runs.ts';
 
 export type ClaimOptions = {
   /** This dispatcher's lease owner id. */
@@ -366,83 +323,19 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
  * The claim's rows, due order: in a bucket with flow controls, first the runs their flow controls grant (with the
  * rate's start as their due time), then, with what is left of the limit, the other due runs.
  */
-async function claimRows(tx: Executor, o: ClaimOptions & { shard: number }): Promise<Row[]> {
+async function claimRows(tx: Executor, o: ClaimOptions & { shard: number }): Promise<ClaimRow[]> {
   const granted = o.flows ? await grantFlowRuns(tx, o.shard, o.limit, o.nowMs, o.horizonMs ?? 0) : [];
-  const flowRows = granted.length > 0 ? await queryPlanned<Row>(tx, CLAIM_PLAN, claimStatement(o, granted)) : [];
+  const flowRows = granted.length > 0 ? await queryPlanned<ClaimRow>(tx, CLAIM_PLAN, claimStatement(o, granted)) : [];
   const left = o.limit - flowRows.length;
-  const rows = left > 0 ? await queryPlanned<Row>(tx, CLAIM_PLAN, claimStatement({ ...o, limit: left })) : [];
+  const rows = left > 0 ? await queryPlanned<ClaimRow>(tx, CLAIM_PLAN, claimStatement({ ...o, limit: left })) : [];
   return [...flowRows, ...rows].sort((a, b) => ms(a.due_at) - ms(b.due_at));
-}
-
-/**
- * The claimed runs, not already `held`, that this claim gives back untouched: a run of a job whose flow control the
- * plain claim took (its flow control is newer than the caller's read of the bucket, or the job named it since), and, in
- * due order, the runs of each destination beyond `destinationRoom` (a flow control's grants are kept: their starts are
- * in its rate's log, but they count against the room).
- */
-function runsNotOurs(rows: readonly Row[], held: ReadonlySet<string>, destinationRoom?: (destination: string) => number): Row[] {
-  const out: Row[] = [];
-  const taken = new Map<string, number>();
-  for (const r of rows) {
-    if (held.has(r.id)) continue;
-    if (r.flow_id === null && r.flow_control_id !== null) {
-      out.push(r);
-      continue;
-    }
-    if (!destinationRoom) continue;
-    const destination = destinationOf(r.callback.url);
-    const n = taken.get(destination) ?? 0;
-    taken.set(destination, n + 1);
-    if (r.flow_id === null && n >= destinationRoom(destination)) out.push(r);
-  }
-  return out;
-}
-
-/**
- * A result delivery (`trigger = 'result'`) as the claim sends it: its own callback (the claim statement already took
- * `runs.callback` over the job's) and body, retried as notification events are (EVENT_DELIVERY_RETRY within
- * EVENT_DELIVERY_WINDOW_MS, at least once), without the job's auth token (a secret for the job's receiver, not for
- * the result's destination) and without result routes of its own (a delivery's end routes nothing).
- */
-function asResultDelivery(r: Row): Row {
-  return {
-    ...r,
-    auth_token_enc: null,
-    auth_secret_enc: null,
-    body: null,
-    retry: EVENT_DELIVERY_RETRY,
-    relevancy_window_ms: EVENT_DELIVERY_WINDOW_MS,
-    delivery_mode: 'at-least-once',
-    on_success: null,
-    on_failure: null,
-    completion: null, // its response decides it: no report is awaited from a result's destination
-  };
-}
-
-/** Ends runs the claim took but decided not to deliver (`expired`, `skipped`), at `nowIso`: the attempt is not counted. */
-function endRuns(tx: Executor, shard: number, ended: { id: string; status: string; error: string | null }[], nowIso: string) {
-  return tx.execute(sql`update runs r
-    set status = v.status, error = v.error, finished_at = ${nowIso}::timestamptz, lease_owner = null, lease_expires_at = null,
-        attempts = r.attempts - 1
-    from jsonb_to_recordset(${JSON.stringify(ended)}::jsonb) as v(id uuid, status text, error text)
-    where r.shard = ${shard} and r.id = v.id`);
-}
-
-/** Moves the claimed runs' jobs on: next and last run times (epoch ms), and `completed` when no occurrence is left. */
-function advanceJobs(tx: Executor, shard: number, updates: { id: string; next_ms: number | null; last_ms: number; completed: boolean }[]) {
-  return tx.execute(sql`update jobs j
-    set next_run_at = to_timestamp(v.next_ms / 1000.0), last_run_at = to_timestamp(v.last_ms / 1000.0),
-        status = case when v.completed and j.status = 'active' then 'completed' else j.status end
-    from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb)
-         as v(id uuid, next_ms bigint, last_ms bigint, completed boolean)
-    where j.shard = ${shard} and j.id = v.id`);
 }
 
 /**
  * Jobs with `overlapPolicy: skip` among `rows` that have another run running or retrying. A retry of the job claimed
  * in this same batch (already `running` in this transaction) counts: only the candidates themselves are left out.
  */
-async function busyJobs(tx: Parameters<Parameters<Db['transaction']>[0]>[0], shard: number, rows: Row[]): Promise<Set<string>> {
+async function busyJobs(tx: Parameters<Parameters<Db['transaction']>[0]>[0], shard: number, rows: ClaimRow[]): Promise<Set<string>> {
   const candidates = rows.filter((r) => r.overlap_policy === 'skip' && r.trigger === 'schedule' && r.attempts === 1);
   if (candidates.length === 0) return new Set();
   const jobIds = JSON.stringify([...new Set(candidates.map((r) => r.job_id))]);

@@ -1,0 +1,123 @@
+/**
+ * The claim's steps after its statement (claim-runs.ts): which claimed runs go back untouched, how a result delivery is
+ * sent, and the statements that end runs at the claim, advance their jobs and find the jobs busy for `overlapPolicy:
+ * skip`. Each names the claim's one bucket (docs/design.md invariant 10).
+ */
+import { sql } from 'drizzle-orm';
+import { destinationOf } from '../../domain/destination.ts';
+import { EVENT_DELIVERY_RETRY, EVENT_DELIVERY_WINDOW_MS } from '../../domain/events.ts';
+import type { CallbackSpec, ResultRoute } from '../../domain/job.ts';
+import type { RetryPolicy } from '../../domain/retry.ts';
+import type { Schedule } from '../../domain/schedule.ts';
+import type { CatchUpPolicy, DeliveryMode, OverlapPolicy, RunTrigger } from '../../domain/states.ts';
+import type { Executor } from '../db.ts';
+import type { HoldCandidate } from './hold-runs.ts';
+
+/** A row the claim statement returns: a run with what its job and tenant say about it. */
+export type ClaimRow = {
+  id: string;
+  job_id: string;
+  tenant_id: string;
+  scheduled_for: Date | string;
+  trigger: RunTrigger;
+  attempts: number;
+  lease_expires_at: Date | string;
+  due_at: Date | string;
+  job_status: string;
+  schedule: Schedule;
+  callback: CallbackSpec;
+  auth_token_enc: string | null;
+  auth_secret_enc: string | null;
+  payload: unknown;
+  body: string | null;
+  event_id: string | null;
+  retry: RetryPolicy;
+  relevancy_window_ms: number | null;
+  delivery_mode: DeliveryMode;
+  overlap_policy: OverlapPolicy;
+  catch_up: CatchUpPolicy;
+  jitter_ms: number;
+  trace_parent: string | null;
+  on_success: ResultRoute | null;
+  on_failure: ResultRoute | null;
+  /** The job's `completion` as stored (src/domain/completion.ts `asyncCompletionOf`). */
+  completion: unknown;
+  /** The run's tenant: its status and `callbacksPerDay` override (hold-runs.ts `tenantOfRun`). */
+  tenant: HoldCandidate['tenant'];
+  /** The flow control the job names, if it exists (null for a result delivery, which no flow control limits). */
+  flow_control_id: string | null;
+  /** The flow control whose start this claim granted the run (claim-flow-runs.ts); null: claimed without one. */
+  flow_id: string | null;
+};
+
+/**
+ * The claimed runs, not already `held`, that this claim gives back untouched: a run of a job whose flow control the
+ * plain claim took (its flow control is newer than the caller's read of the bucket, or the job named it since), and, in
+ * due order, the runs of each destination beyond `destinationRoom` (a flow control's grants are kept: their starts are
+ * in its rate's log, but they count against the room).
+ */
+export function runsNotOurs(
+  rows: readonly ClaimRow[],
+  held: ReadonlySet<string>,
+  destinationRoom?: (destination: string) => number,
+): ClaimRow[] {
+  const out: ClaimRow[] = [];
+  const taken = new Map<string, number>();
+  for (const r of rows) {
+    if (held.has(r.id)) continue;
+    if (r.flow_id === null && r.flow_control_id !== null) {
+      out.push(r);
+      continue;
+    }
+    if (!destinationRoom) continue;
+    const destination = destinationOf(r.callback.url);
+    const n = taken.get(destination) ?? 0;
+    taken.set(destination, n + 1);
+    if (r.flow_id === null && n >= destinationRoom(destination)) out.push(r);
+  }
+  return out;
+}
+
+/**
+ * A result delivery (`trigger = 'result'`) as the claim sends it: its own callback (the claim statement already took
+ * `runs.callback` over the job's) and body, retried as notification events are (EVENT_DELIVERY_RETRY within
+ * EVENT_DELIVERY_WINDOW_MS, at least once), without the job's auth token (a secret for the job's receiver, not for
+ * the result's destination) and without result routes of its own (a delivery's end routes nothing).
+ */
+export function asResultDelivery(r: ClaimRow): ClaimRow {
+  return {
+    ...r,
+    auth_token_enc: null,
+    auth_secret_enc: null,
+    body: null,
+    retry: EVENT_DELIVERY_RETRY,
+    relevancy_window_ms: EVENT_DELIVERY_WINDOW_MS,
+    delivery_mode: 'at-least-once',
+    on_success: null,
+    on_failure: null,
+    completion: null, // its response decides it: no report is awaited from a result's destination
+  };
+}
+
+/** Ends runs the claim took but decided not to deliver (`expired`, `skipped`), at `nowIso`: the attempt is not counted. */
+export function endRuns(tx: Executor, shard: number, ended: { id: string; status: string; error: string | null }[], nowIso: string) {
+  return tx.execute(sql`update runs r
+    set status = v.status, error = v.error, finished_at = ${nowIso}::timestamptz, lease_owner = null, lease_expires_at = null,
+        attempts = r.attempts - 1
+    from jsonb_to_recordset(${JSON.stringify(ended)}::jsonb) as v(id uuid, status text, error text)
+    where r.shard = ${shard} and r.id = v.id`);
+}
+
+/** Moves the claimed runs' jobs on: next and last run times (epoch ms), and `completed` when no occurrence is left. */
+export function advanceJobs(
+  tx: Executor,
+  shard: number,
+  updates: { id: string; next_ms: number | null; last_ms: number; completed: boolean }[],
+) {
+  return tx.execute(sql`update jobs j
+    set next_run_at = to_timestamp(v.next_ms / 1000.0), last_run_at = to_timestamp(v.last_ms / 1000.0),
+        status = case when v.completed and j.status = 'active' then 'completed' else j.status end
+    from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb)
+         as v(id uuid, next_ms bigint, last_ms bigint, completed boolean)
+    where j.shard = ${shard} and j.id = v.id`);
+}
