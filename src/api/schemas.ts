@@ -75,7 +75,11 @@ export const ScheduleSchema = z
     z.strictObject({ type: z.literal('dates'), dates: z.array(time).min(1).max(MAX_DATES) }),
     z.strictObject({
       type: z.literal('cron'),
-      expression: z.string().min(1).max(200),
+      expression: z
+        .string()
+        .min(1)
+        .max(200)
+        .openapi({ description: '5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or a macro (@daily…)' }),
       timezone: z.string().min(1).max(64).optional(),
       startAt: time.optional(),
       endAt: time.optional(),

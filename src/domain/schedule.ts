@@ -2,8 +2,8 @@
  * Schedules: when a job's runs fall due. Pure arithmetic over UTC epoch milliseconds, no I/O.
  *
  * Kinds (API.md "Jobs"): `once` at a time, `delay` after a duration, `interval` every N ms inside a date range,
- * `dates` from an explicit list, and `cron` (5-field expressions and `@hourly`-style macros, parsed by cron-parser and
- * evaluated in an IANA time zone).
+ * `dates` from an explicit list, and `cron` (5-field expressions, 6-field ones with seconds first as cron-parser and
+ * pg_cron read them, and `@hourly`-style macros; parsed by cron-parser and evaluated in an IANA time zone).
  *
  * Daylight-saving rule for cron (cron-parser matches the fields against local wall-clock time; `nextCron` below
  * maps wall-clock times to instants by this rule):
@@ -204,7 +204,8 @@ export function isTimeZone(name: string): boolean {
 }
 
 /**
- * Checks what a schema cannot: that the cron expression parses (5 fields without `H`, or a macro), that the time
+ * Checks what a schema cannot: that the cron expression parses (5 fields, or 6 with seconds first, without `H`; or a
+ * macro), that the time
  * zone exists, that ranges are ordered, that no date is past LATEST_OCCURRENCE_MS, and that the schedule fires at
  * least once at or after `nowMs` and by LATEST_OCCURRENCE_MS. Shape (types, required fields, integer bounds, times
  * within MIN_INSTANT_MS..MAX_INSTANT_MS) is the API schema's job and is assumed here.
@@ -219,9 +220,12 @@ export function scheduleIssues(s: Schedule, nowMs: number): ScheduleIssue[] {
       if (!(CRON_MACROS as readonly string[]).includes(expr)) {
         issues.push({ path: 'expression', message: `unknown macro; use one of ${CRON_MACROS.join(', ')}` });
       }
-    } else if (fields.length !== 5) {
-      issues.push({ path: 'expression', message: `expected 5 fields (minute hour day-of-month month day-of-week), got ${fields.length}` });
-    } else if (fields.some((f, i) => (i >= 3 ? f.replace(/[a-z]{3}/gi, '') : f).includes('H'))) {
+    } else if (fields.length !== 5 && fields.length !== 6) {
+      issues.push({
+        path: 'expression',
+        message: `expected 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first, got ${fields.length}`,
+      });
+    } else if (fields.some((f, i) => (i >= fields.length - 2 ? f.replace(/[a-z]{3}/gi, '') : f).includes('H'))) {
       // cron-parser draws `H` from an unseeded random source on every parse, so each evaluation would differ.
       issues.push({ path: 'expression', message: 'hashed values (H) are not supported; use jitterMs to spread jobs' });
     }

@@ -152,6 +152,10 @@ export class Scheduler {
     }
     let raw: Schedule;
     if (spec.cron !== undefined) {
+      // The node protocol's cron has 5 fields (PROTOCOL.md); the service's 6-field form (seconds) is not part of it.
+      if (spec.cron.trim().split(/\s+/).length === 6) {
+        throw new InvalidJobError([{ path: 'expression', message: 'expected 5 fields (minute hour day-of-month month day-of-week)' }]);
+      }
       raw = { type: 'cron', expression: spec.cron, timezone: 'UTC' };
     } else {
       if (!Number.isSafeInteger(spec.delayMs) || spec.delayMs < 0)

@@ -114,22 +114,23 @@ export function fieldArb(min: number, max: number): fc.Arbitrary<GenField> {
 export type GenCron = { expression: string; hours: number[] };
 
 /**
- * 5-field expressions: minutes, hours, days of month 1-28, months, weekdays 0-6. Day of month and day of week are
+ * 5-field expressions (6 with `seconds`, seconds first): minutes, hours, days of month 1-28, months, weekdays 0-6. Day of month and day of week are
  * never both restricted unless `domAndDow` (cron's OR rule for that case is tested on its own).
  */
-export function cronArb(opts: { frequent?: boolean; domAndDow?: boolean } = {}): fc.Arbitrary<GenCron> {
+export function cronArb(opts: { frequent?: boolean; domAndDow?: boolean; seconds?: boolean } = {}): fc.Arbitrary<GenCron> {
   const star: fc.Arbitrary<GenField> = fc.constant({ text: '*', values: [] });
   // `frequent` leaves the calendar fields alone so that runs near a DST change are actually exercised.
   const day = opts.frequent ? star : fieldArb(1, 28);
   const month = opts.frequent ? star : fieldArb(1, 12);
   const weekday = opts.frequent ? star : fieldArb(0, 6);
   return fc
-    .record({ minute: fieldArb(0, 59), hour: fieldArb(0, 23), day, month, weekday, which: fc.nat(2) })
-    .map(({ minute, hour, day, month, weekday, which }) => {
+    .record({ second: fieldArb(0, 59), minute: fieldArb(0, 59), hour: fieldArb(0, 23), day, month, weekday, which: fc.nat(2) })
+    .map(({ second, minute, hour, day, month, weekday, which }) => {
       // which: 0 restricts neither day field, 1 day of month only, 2 day of week only (both with domAndDow).
       const dom = opts.domAndDow || which === 1 ? day.text : '*';
       const dow = opts.domAndDow || which === 2 ? weekday.text : '*';
-      return { expression: `${minute.text} ${hour.text} ${dom} ${month.text} ${dow}`, hours: hour.values };
+      const seconds = opts.seconds ? `${second.text} ` : '';
+      return { expression: `${seconds}${minute.text} ${hour.text} ${dom} ${month.text} ${dow}`, hours: hour.values };
     });
 }
 

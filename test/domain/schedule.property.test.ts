@@ -224,6 +224,25 @@ describe('cron', () => {
     );
   });
 
+  it('6 fields (seconds first): agrees with the reference rule everywhere and croner outside DST windows', () => {
+    fc.assert(
+      fc.property(cronArb({ seconds: true, frequent: true }), zone, instant, (gen, tz, from) => checkAgainstOracles(gen, tz, from)),
+      { numRuns: 120 },
+    );
+  });
+
+  it('6 fields (seconds first) around every DST change of the covered zones', () => {
+    fc.assert(
+      fc.property(
+        cronArb({ seconds: true, frequent: true }),
+        fc.constantFrom(...TRANSITIONS),
+        fc.integer({ min: -2 * HOUR, max: 2 * HOUR }),
+        (gen, { tz, tr }, delta) => checkAgainstOracles(gen, tz, tr.at + delta),
+      ),
+      { numRuns: 120 },
+    );
+  });
+
   it('agrees with croner in zones without DST, exactly', () => {
     fc.assert(
       fc.property(cronArb(), fc.constantFrom('UTC', 'Asia/Kolkata'), instant, (gen, tz, from) => {

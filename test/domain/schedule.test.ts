@@ -336,10 +336,27 @@ describe('scheduleIssues', () => {
     expect(scheduleIssues({ type: 'delay', delayMs: 0 }, now)).toEqual([]);
   });
 
-  it.each(['0 0 * * * *', '*/5 * * * * *', '0 * * *', '*', '', '   '])('refuses %j (not 5 fields)', (expression) => {
+  it.each(['0 0 * * * * *', '0 * * *', '*', '', '   '])('refuses %j (not 5 or 6 fields)', (expression) => {
     expect(scheduleIssues({ type: 'cron', expression }, now)).toEqual([
-      { path: 'expression', message: expect.stringMatching(/expected 5 fields/) },
+      { path: 'expression', message: expect.stringMatching(/expected 5 fields .*or 6 with seconds first/) },
     ]);
+  });
+
+  it('takes 6 fields as seconds first (API.md "Richer schedules"): every 15 s, and 30 s past 09:00 in Berlin', () => {
+    expect(scheduleIssues({ type: 'cron', expression: '*/15 * * * * *' }, now)).toEqual([]);
+    const every15 = normalizeSchedule({ type: 'cron', expression: '*/15 * * * * *' }, now);
+    expect(occurrences(every15, now, 3).map(iso)).toEqual([
+      '2026-06-01T10:00:15.000Z',
+      '2026-06-01T10:00:30.000Z',
+      '2026-06-01T10:00:45.000Z',
+    ]);
+    const berlin = normalizeSchedule({ type: 'cron', expression: '30 0 9 * * *', timezone: 'Europe/Berlin' }, now);
+    expect(iso(nextOccurrence(berlin, now)!)).toBe('2026-06-02T07:00:30.000Z');
+    // A hashed value is refused in the 6-field form too, and a month name is still not taken for one.
+    expect(scheduleIssues({ type: 'cron', expression: '0 H * * * *' }, now)).toEqual([
+      { path: 'expression', message: expect.stringMatching(/hashed values/) },
+    ]);
+    expect(scheduleIssues({ type: 'cron', expression: '0 0 9 * MAR,APR THU' }, now)).toEqual([]);
   });
 
   it.each(['@minutely', '@weekdays', '@reboot', '@every 5m', '@DAILY', '@'])('refuses the unknown macro %j', (expression) => {
@@ -355,7 +372,7 @@ describe('scheduleIssues', () => {
   });
 
   it('reports a bad expression and a bad zone together', () => {
-    expect(scheduleIssues({ type: 'cron', expression: '0 0 * * * *', timezone: 'Nowhere/Land' }, now).map((i) => i.path)).toEqual([
+    expect(scheduleIssues({ type: 'cron', expression: '0 0 * * *  *  *', timezone: 'Nowhere/Land' }, now).map((i) => i.path)).toEqual([
       'expression',
       'timezone',
     ]);

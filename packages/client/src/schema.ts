@@ -3015,6 +3015,7 @@ export interface components {
         } | {
             /** @enum {string} */
             type: "cron";
+            /** @description 5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or a macro (@daily…) */
             expression: string;
             timezone?: string;
             /**
