@@ -25,7 +25,7 @@ describe('POST /v1/jobs validation', () => {
     ['negative delay', { ...good(), schedule: { type: 'delay', delayMs: -1 } }, ['schedule.delayMs']],
     ['interval below 1 s', { ...good(), schedule: { type: 'interval', everyMs: 10 } }, ['schedule.everyMs']],
     ['cron that never fires', { ...good(), schedule: { type: 'cron', expression: '0 0 30 2 *' } }, ['schedule.expression']],
-    ['cron with six fields', { ...good(), schedule: { type: 'cron', expression: '0 0 0 * * *' } }, ['schedule.expression']],
+    ['cron with seven fields', { ...good(), schedule: { type: 'cron', expression: '0 0 0 * * * *' } }, ['schedule.expression']],
     [
       'unknown time zone',
       { ...good(), schedule: { type: 'cron', expression: '0 0 * * *', timezone: 'Mars/Olympus' } },

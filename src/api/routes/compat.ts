@@ -33,7 +33,13 @@ const int = (min: number, max: number) => z.number().int().min(min).max(max);
 const CompatJobBody = z
   .strictObject({
     name: z.string().min(1).max(200),
-    cronExpr: z.string().min(1).max(200).openapi({ example: '0 0 * * *', description: '5-field cron, UTC' }),
+    // The minimal contract's cron has 5 fields: the 6-field form (seconds) is /v1's only.
+    cronExpr: z
+      .string()
+      .min(1)
+      .max(200)
+      .refine((e) => e.trim().split(/\s+/).length !== 6, 'expected 5 fields (minute hour day-of-month month day-of-week)')
+      .openapi({ example: '0 0 * * *', description: '5-field cron, UTC' }),
     handlerUrl: z.string().min(1).max(2048).openapi({ example: 'https://example.com/hooks/report' }),
     payload: z.unknown().optional(),
     timeout: int(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS).optional().openapi({ description: 'ms', example: DEFAULT_TIMEOUT_MS }),
