@@ -9,7 +9,7 @@ import { authenticateApiKey } from '../store/api-keys.ts';
 import { BulkLimitError } from '../store/bulk.ts';
 import { errorChain } from '../store/db.ts';
 import { JobStateError } from '../store/job-lifecycle.ts';
-import { JobKeyTakenError, QuotaExceededError } from '../store/jobs.ts';
+import { CalendarMissingError, JobKeyTakenError, QuotaExceededError } from '../store/jobs.ts';
 import { publicJwks } from '../store/jwt-keys.ts';
 import { EndpointLimitError } from '../store/notifications.ts';
 import { BATCH_PATH, bodyLimitOf, limitBody } from './body-limit.ts';
@@ -23,8 +23,10 @@ import { requestContext, requestIdOf } from './requests.ts';
 import { requireScope } from './route-scopes.ts';
 import { ADMIN_PREFIX, adminTenantRoutes } from './routes/admin-tenants.ts';
 import { auditLogRoutes } from './routes/audit-log.ts';
+import { backfillRoutes } from './routes/backfill.ts';
 import { batchRoutes } from './routes/batch.ts';
 import { bulkRoutes } from './routes/bulk.ts';
+import { calendarRoutes } from './routes/calendars.ts';
 import { errorCodes } from './routes/common.ts';
 import { compatRoutes } from './routes/compat.ts';
 import { completionRoutes, isCompletionPath } from './routes/completion.ts';
@@ -131,12 +133,14 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.route('/', bulkRoutes());
   app.route('/', jobRoutes());
   app.route('/', jobLifecycleRoutes());
+  app.route('/', backfillRoutes());
   app.route('/', scheduleRoutes());
   app.route('/', runRoutes());
   app.route('/', completionRoutes());
   app.route('/', usageRoutes());
   app.route('/', notificationRoutes());
   app.route('/', flowControlRoutes());
+  app.route('/', calendarRoutes());
   app.route('/', resultDeliveryRoutes());
   app.route('/', auditLogRoutes());
   app.route('/', compatRoutes());
@@ -199,6 +203,7 @@ function storeRefusal(err: unknown): ApiError | null {
   if (err instanceof JobKeyTakenError) {
     return new ApiError('conflict', err.key === null ? err.message : `${err.message}; use PUT /v1/jobs/by-key/:key to replace it`);
   }
+  if (err instanceof CalendarMissingError) return validationError([{ path: 'calendar.key', message: err.message }]);
   if (err instanceof BulkLimitError) {
     return validationError([
       { path: 'filter', message: `matches ${err.matched} jobs; at most ${err.max} per call: narrow it (nothing was changed)` },

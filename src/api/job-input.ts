@@ -4,14 +4,19 @@
  * its field path; a body that fails its schema too is answered with both kinds (`jobBodyErrors`), as are a PATCH's.
  */
 import type { z } from '@hono/zod-openapi';
+import type { CalendarRef } from '../domain/calendar.ts';
 import { callbackHeadersIssues } from '../domain/callback-headers.ts';
+import { type ChainLink, describeCycle, findCycle } from '../domain/chain.ts';
 import { normalizeCompletion } from '../domain/completion.ts';
 import { checkCallbackUrl } from '../domain/destination.ts';
 import type { CallbackAuth, CallbackSpec, JobSpec } from '../domain/job.ts';
+import { planAfter } from '../domain/plan.ts';
 import type { SuccessBody } from '../domain/receiver-control.ts';
 import { resolveRetryPolicy } from '../domain/retry.ts';
 import { normalizeSchedule, type Schedule, scheduleIssues } from '../domain/schedule.ts';
 import type { StatusCodeSpec } from '../domain/status-codes.ts';
+import { calendarsByKey } from '../store/calendars.ts';
+import { chainJobs } from '../store/chains.ts';
 import { missingFlowControls } from '../store/flow-controls.ts';
 import type { AppDeps, ResolveHost } from './env.ts';
 import { type FieldError, schemaFieldErrors, validationError } from './problems.ts';
@@ -200,6 +205,111 @@ export async function assertFlowControlExists(deps: AppDeps, tenantId: string, k
   if (missing !== undefined) throw validationError([flowControlMissing(missing)]);
 }
 
+/** The job a `then` belongs to, for the cycle check: its id and the name it has (or will have) after the change. */
+export type ChainOwner = { id: string; name: string | null };
+
+/**
+ * The problems of chains (`then`, API.md "Richer schedules") that need the tenant's jobs, for several jobs in one read
+ * (`chainJobs`): each `then[i].jobId` must name a callback job of the tenant that is not canceled (`then.<i>.jobId`),
+ * and the chain from an existing job must not come back to a job already in it (`then`, naming the cycle). A job being
+ * created (`owner` null) closes no cycle: no link can name it yet. Canceled jobs' links are left out of the graph (a
+ * chain never triggers a canceled job).
+ * @param items each job's `then` (`links`) and the job it is set on (`owner`)
+ * @returns per item, its field errors (empty when its `then` is absent, null or empty)
+ */
+export async function chainErrors(
+  deps: AppDeps,
+  tenantId: string,
+  items: readonly { links: readonly ChainLink[] | null | undefined; owner: ChainOwner | null }[],
+): Promise<FieldError[][]> {
+  const targets = items.flatMap((i) => i.links?.map((l) => l.jobId) ?? []);
+  if (targets.length === 0) return items.map(() => []);
+  const withLinks = items.some((i) => i.owner !== null && (i.links?.length ?? 0) > 0);
+  const byId = new Map((await chainJobs(deps.store.db, tenantId, targets, withLinks)).map((j) => [j.id, j]));
+  const linksOf = (id: string) => {
+    const j = byId.get(id);
+    return j && j.status !== 'canceled' ? (j.then_jobs ?? []).map((l) => l.jobId) : [];
+  };
+  return items.map(({ links, owner }) => {
+    const errors: FieldError[] = [];
+    (links ?? []).forEach((link, i) => {
+      const target = byId.get(link.jobId);
+      if (target?.kind !== 'callback') errors.push({ path: `then.${i}.jobId`, message: `no job ${link.jobId}` });
+      else if (target.status === 'canceled') errors.push({ path: `then.${i}.jobId`, message: `job ${link.jobId} is canceled` });
+    });
+    if (owner && links?.length && errors.length === 0) {
+      const cycle = findCycle(
+        owner.id,
+        links.map((l) => l.jobId),
+        linksOf,
+      );
+      if (cycle) {
+        const named = describeCycle(cycle, (id) => (id === owner.id ? owner.name : byId.get(id)?.name));
+        errors.push({ path: 'then', message: `the chain comes back to a job already in it: ${named}` });
+      }
+    }
+    return errors;
+  });
+}
+
+/**
+ * Refuses a `then` (`links`) whose links name no usable job of the tenant or close a cycle (`chainErrors`).
+ * @param owner the job it is set on; null for a job being created
+ * @throws ApiError `validation` naming `then.<i>.jobId` or `then`
+ */
+export async function assertChainAllowed(
+  deps: AppDeps,
+  tenantId: string,
+  links: readonly ChainLink[] | null | undefined,
+  owner: ChainOwner | null,
+): Promise<void> {
+  if (!links?.length) return;
+  const [errors] = await chainErrors(deps, tenantId, [{ links, owner }]);
+  if (errors!.length > 0) throw validationError(errors!);
+}
+
+/**
+ * Refuses a job's `calendar` that names no calendar of the tenant, or under which its schedule never fires (every
+ * occurrence on a day the calendar skips) (API.md "Richer schedules").
+ * @param calendar the job's calendar as set (null or undefined: none, nothing to check)
+ * @param schedule the job's schedule, normalized (absent: only the calendar's existence is checked)
+ * @param nowMs the time of the change (epoch ms)
+ * @throws ApiError `validation` naming `calendar.key`, or `calendar` when nothing would fire
+ */
+export async function assertCalendarExists(
+  deps: AppDeps,
+  tenantId: string,
+  calendar: CalendarRef | null | undefined,
+  schedule?: Schedule,
+  nowMs = 0,
+): Promise<void> {
+  if (!calendar) return;
+  const cal = (await calendarsByKey(deps.store.db, tenantId, [calendar.key])).get(calendar.key);
+  if (!cal) throw validationError([calendarMissing(calendar.key)]);
+  if (!schedule) return;
+  const rule = {
+    jobId: '',
+    schedule,
+    calendar: cal,
+    roll: calendar.roll,
+    jitterMs: 0,
+    jitterMode: 'stable' as const,
+    maxRuns: null,
+    scheduledRuns: 0,
+  };
+  const first = planAfter(rule, nowMs - 1);
+  if (first !== null && first.firesAtMs === null) {
+    throw validationError([
+      { path: 'calendar', message: `every occurrence of the schedule falls on a day calendar "${calendar.key}" skips` },
+    ]);
+  }
+}
+
+/** The field error of a `calendar.key` that names no calendar of the tenant. */
+export function calendarMissing(key: string): FieldError {
+  return { path: 'calendar.key', message: `no calendar "${key}": create it first with PUT /v1/calendars/${key}` };
+}
+
 /** The field error of a `flowControlKey` that names no flow control of the tenant. */
 export function flowControlMissing(key: string): FieldError {
   return { path: 'flowControlKey', message: `no flow control "${key}": create it first with PUT /v1/flow-controls/${key}` };
@@ -255,5 +365,9 @@ export async function toJobSpec(body: JobBody, deps: AppDeps, nowMs: number, kno
     completion: normalizeCompletion(body.completion),
     onSuccess: body.onSuccess ?? null,
     onFailure: body.onFailure ?? null,
+    calendar: body.calendar ?? null,
+    maxRuns: body.maxRuns ?? null,
+    jitterMode: body.jitterMode ?? 'stable',
+    then: body.then?.length ? body.then : null,
   };
 }

@@ -32,6 +32,7 @@ export const ROUTE_SCOPES: Readonly<Record<string, Scope | typeof ANY_KEY>> = {
   'PATCH /v1/jobs/:jobId': 'jobs:write',
   'DELETE /v1/jobs/:jobId': 'jobs:write',
   'POST /v1/jobs/:jobId/trigger': 'jobs:write',
+  'POST /v1/jobs/:jobId/backfill': 'jobs:write',
 
   'GET /v1/jobs/:jobId/runs': 'runs:read',
   'GET /v1/jobs/:jobId/result-deliveries': 'runs:read',
@@ -54,6 +55,11 @@ export const ROUTE_SCOPES: Readonly<Record<string, Scope | typeof ANY_KEY>> = {
   'GET /v1/flow-controls': 'flow-controls:manage',
   'GET /v1/flow-controls/:key': 'flow-controls:manage',
   'DELETE /v1/flow-controls/:key': 'flow-controls:manage',
+
+  'PUT /v1/calendars/:key': 'calendars:manage',
+  'GET /v1/calendars': 'calendars:manage',
+  'GET /v1/calendars/:key': 'calendars:manage',
+  'DELETE /v1/calendars/:key': 'calendars:manage',
 
   // The compatibility routes (API.md "Compatibility routes") need what their /v1 counterparts need.
   'POST /jobs': 'jobs:write',

@@ -3,7 +3,9 @@
  * the OpenAPI document. Field names and bounds follow API.md.
  */
 import { z } from '@hono/zod-openapi';
+import { CALENDAR_ROLLS } from '../domain/calendar.ts';
 import { HEADER_VALUE_PATTERN, MAX_HEADER_NAME_LENGTH, MAX_HEADER_VALUE_LENGTH } from '../domain/callback-headers.ts';
+import { CHAIN_ON, MAX_CHAIN_LINKS } from '../domain/chain.ts';
 import {
   COMPLETION_MAX_TIMEOUT_MS,
   COMPLETION_MIN_TIMEOUT_MS,
@@ -14,8 +16,25 @@ import {
 } from '../domain/completion.ts';
 import { DEFAULT_TIMEOUT_MS, HTTP_METHODS, MAX_CALLBACK_HEADERS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from '../domain/job.ts';
 import { isJsonPointer } from '../domain/receiver-control.ts';
-import { isStorableInstant, MAX_DATES, MAX_INSTANT_MS, MAX_JITTER_MS, MIN_INSTANT_MS, MIN_INTERVAL_MS } from '../domain/schedule.ts';
-import { CATCH_UP_POLICIES, DELIVERY_MODES, JOB_STATUSES, OVERLAP_POLICIES, RUN_STATUSES, RUN_TRIGGERS } from '../domain/states.ts';
+import {
+  isStorableInstant,
+  MAX_DATES,
+  MAX_INSTANT_MS,
+  MAX_JITTER_MS,
+  MAX_UNION_SCHEDULES,
+  MIN_INSTANT_MS,
+  MIN_INTERVAL_MS,
+  MIN_UNION_SCHEDULES,
+} from '../domain/schedule.ts';
+import {
+  CATCH_UP_POLICIES,
+  DELIVERY_MODES,
+  JITTER_MODES,
+  JOB_STATUSES,
+  OVERLAP_POLICIES,
+  RUN_STATUSES,
+  RUN_TRIGGERS,
+} from '../domain/states.ts';
 import { STATUS_CLASS_PATTERN } from '../domain/status-codes.ts';
 import {
   CallbackAuthPatchSchema,
@@ -62,28 +81,42 @@ export const InstantSchema = z.iso
 const time = InstantSchema;
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
+const onceSchedule = z.strictObject({ type: z.literal('once'), at: time });
+const intervalSchedule = z.strictObject({
+  type: z.literal('interval'),
+  everyMs: int(MIN_INTERVAL_MS, MAX_DELAY_MS),
+  startAt: time.optional(),
+  endAt: time.optional(),
+});
+const datesSchedule = z.strictObject({ type: z.literal('dates'), dates: z.array(time).min(1).max(MAX_DATES) });
+const cronSchedule = z.strictObject({
+  type: z.literal('cron'),
+  expression: z
+    .string()
+    .min(1)
+    .max(200)
+    .openapi({ description: '5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or a macro (@daily…)' }),
+  timezone: z.string().min(1).max(64).optional(),
+  startAt: time.optional(),
+  endAt: time.optional(),
+});
+
 export const ScheduleSchema = z
   .discriminatedUnion('type', [
-    z.strictObject({ type: z.literal('once'), at: time }),
+    onceSchedule,
     z.strictObject({ type: z.literal('delay'), delayMs: int(0, MAX_DELAY_MS) }),
-    z.strictObject({
-      type: z.literal('interval'),
-      everyMs: int(MIN_INTERVAL_MS, MAX_DELAY_MS),
-      startAt: time.optional(),
-      endAt: time.optional(),
-    }),
-    z.strictObject({ type: z.literal('dates'), dates: z.array(time).min(1).max(MAX_DATES) }),
-    z.strictObject({
-      type: z.literal('cron'),
-      expression: z
-        .string()
-        .min(1)
-        .max(200)
-        .openapi({ description: '5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or a macro (@daily…)' }),
-      timezone: z.string().min(1).max(64).optional(),
-      startAt: time.optional(),
-      endAt: time.optional(),
-    }),
+    intervalSchedule,
+    datesSchedule,
+    cronSchedule,
+    z
+      .strictObject({
+        type: z.literal('union'),
+        schedules: z
+          .array(z.discriminatedUnion('type', [onceSchedule, intervalSchedule, datesSchedule, cronSchedule]))
+          .min(MIN_UNION_SCHEDULES)
+          .max(MAX_UNION_SCHEDULES),
+      })
+      .openapi({ description: 'Occurrences of every member, merged in order; an instant produced twice fires once.' }),
   ])
   .openapi('Schedule');
 
@@ -187,6 +220,28 @@ export const CompletionSchema = z
   })
   .openapi('Completion');
 
+/** Most scheduled runs a job may be limited to (`maxRuns`). */
+export const MAX_RUNS = 1_000_000;
+
+/** A calendar's key (path of `PUT /v1/calendars/:key`, and a job's `calendar.key`): URL-safe, 1..100 characters. */
+export const CalendarKeySchema = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9._:~-]+$/, 'letters, digits and . _ : ~ - only');
+
+/** A job's `calendar`: the tenant's calendar, and what an occurrence on a weekend day or holiday does. */
+export const CalendarRefSchema = z.strictObject({ key: CalendarKeySchema, roll: z.enum(CALENDAR_ROLLS) }).openapi('CalendarRef', {
+  description:
+    "An occurrence on a weekend day or holiday of the calendar (in the calendar's time zone) is skipped (a `skipped` run, error `calendar`) or moved to the next / previous business day at the same local time.",
+});
+
+/** A job's `then`: jobs of the same tenant triggered when a run of this job ends so (trigger `chain`). */
+export const ThenSchema = z
+  .array(z.strictObject({ jobId: z.uuid(), on: z.enum(CHAIN_ON) }))
+  .max(MAX_CHAIN_LINKS)
+  .openapi('Then', { description: `At most ${MAX_CHAIN_LINKS} links; a chain that comes back to a job already in it is refused.` });
+
 /** A job's tenant-unique `key` (body field, and the path of `PUT /v1/jobs/by-key/:key`): URL-safe, 1..200 characters. */
 export const JobKeySchema = z
   .string()
@@ -212,6 +267,10 @@ const jobFields = {
   completion: CompletionSchema.optional(),
   onSuccess: ResultRouteSchema.nullable().optional(),
   onFailure: ResultRouteSchema.nullable().optional(),
+  calendar: CalendarRefSchema.nullable().optional(),
+  maxRuns: int(1, MAX_RUNS).nullable().optional(),
+  jitterMode: z.enum(JITTER_MODES).optional(),
+  then: ThenSchema.nullable().optional(),
   metadata: z
     .record(z.string().min(1).max(64), z.string().max(512))
     .refine((m) => Object.keys(m).length <= MAX_METADATA_PAIRS, `at most ${MAX_METADATA_PAIRS} pairs`)
@@ -267,6 +326,12 @@ export const JobSchema = z
     metadata: z.record(z.string(), z.string()),
     onSuccess: z.object({ url: z.string() }).nullable(),
     onFailure: z.object({ url: z.string() }).nullable(),
+    calendar: z.object({ key: z.string(), roll: z.enum(CALENDAR_ROLLS) }).nullable(),
+    maxRuns: z.number().nullable(),
+    /** Scheduled runs made so far (toward `maxRuns`). */
+    scheduledRuns: z.number(),
+    jitterMode: z.enum(JITTER_MODES),
+    then: z.array(z.object({ jobId: z.string(), on: z.enum(CHAIN_ON) })).nullable(),
     /** `{ mode: 'response' }`, or `{ mode: 'async', timeoutMs, heartbeatTimeoutMs? }` (src/domain/completion.ts). */
     completion: z.object({
       mode: z.enum(COMPLETION_MODES),

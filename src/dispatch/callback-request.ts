@@ -5,10 +5,12 @@
  * auth token or basic credentials (an OAuth2 token is added by callback-auth.ts) and custom headers. Both signatures
  * cover the very text sent. A notification event's delivery carries the
  * same signatures (`webhook-id` = the event id), `Chime-Run-Id` (the delivery id) and `Chime-Attempt`, but not the
- * hidden job's `Chime-Job-Id` and `Chime-Scheduled-For`.
+ * hidden job's `Chime-Job-Id` and `Chime-Scheduled-For`. A chained run's request carries `Chime-Upstream-Job-Id`,
+ * `-Run-Id` and `-Status`, and its JSON object payload (or none) gains `upstream` (src/domain/chain.ts).
  */
 import { callbackBody } from '../domain/callback-body.ts';
 import { sendableCallbackHeaders } from '../domain/callback-headers.ts';
+import { payloadWithUpstream, upstreamHeaders } from '../domain/chain.ts';
 import type { ClaimedRun } from '../domain/claimed-run.ts';
 import { RUN_TRIGGER } from '../domain/states.ts';
 import { basicAuthorization } from './callback-auth.ts';
@@ -25,8 +27,11 @@ import { standardWebhookSignature } from './sign.ts';
  * @throws CipherError when the signing secrets, the auth token or the basic password cannot be opened
  */
 export async function buildCallbackRequest(run: ClaimedRun, keyring: Keyring, nowMs: number, userAgent: string): Promise<CallbackRequest> {
-  const { callback } = run;
-  const sent = callbackBody(callback.method, run.body, run.payload, callback.contentType);
+  const { callback, upstream } = run;
+  // A chained run's JSON object payload (or none) carries its upstream (API.md "Richer schedules"); what is signed is
+  // what is sent, this included.
+  const payload = upstream ? payloadWithUpstream(run.payload, upstream) : run.payload;
+  const sent = callbackBody(callback.method, run.body, payload, callback.contentType);
   const body = sent?.text ?? '';
   const timestamp = Math.floor(nowMs / 1000);
   const basic = callback.auth?.type === 'basic' ? callback.auth : null;
@@ -61,6 +66,7 @@ export async function buildCallbackRequest(run: ClaimedRun, keyring: Keyring, no
     'chime-run-id': run.runId,
     'chime-attempt': String(run.attempt),
     ...(ofJob ? { 'chime-scheduled-for': new Date(run.scheduledForMs).toISOString() } : {}),
+    ...(upstream ? upstreamHeaders(upstream) : {}),
   };
   // An async job's attempt: where and with what credential its receiver reports the end (API.md "Long-running jobs").
   if (run.completion && keyring.completion) {

@@ -15,6 +15,7 @@ export const AUDIT_ACTIONS = [
   'job.resumed',
   'job.canceled',
   'job.triggered',
+  'job.backfilled',
   'jobs.bulk',
   'run.replayed',
   'dead_letter.dismissed',
@@ -30,6 +31,9 @@ export const AUDIT_ACTIONS = [
   'flow_control.created',
   'flow_control.updated',
   'flow_control.deleted',
+  'calendar.created',
+  'calendar.updated',
+  'calendar.deleted',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

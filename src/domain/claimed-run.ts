@@ -2,6 +2,7 @@
  * A run a dispatcher holds under a lease (the claim's product, src/store/queue/claim-runs.ts), with what it needs to
  * deliver it: the engine queues it, the attempt sends it. Times are epoch ms.
  */
+import type { ChainUpstream } from './chain.ts';
 import type { AsyncCompletion } from './completion.ts';
 import type { CallbackSpec, ResultRoute } from './job.ts';
 import type { RetryPolicy } from './retry.ts';
@@ -52,4 +53,9 @@ export type ClaimedRun = {
    * token, and a success only acknowledges the attempt. Absent or null: the response decides the run.
    */
   completion?: AsyncCompletion | null;
+  /**
+   * A chained run's upstream (`trigger = 'chain'`, API.md "Richer schedules"): the request carries the
+   * `Chime-Upstream-*` headers and a JSON object payload gains `upstream`. Absent or null: not a chained run.
+   */
+  upstream?: ChainUpstream | null;
 };

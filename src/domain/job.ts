@@ -2,11 +2,13 @@
  * The job as the domain sees it: what to call, when, and how to retry. The API validates client input into a
  * `JobSpec`; the store persists it; the dispatcher executes it.
  */
+import type { CalendarRef } from './calendar.ts';
+import type { ChainLink } from './chain.ts';
 import type { AsyncCompletion } from './completion.ts';
 import type { SuccessBody } from './receiver-control.ts';
 import type { RetryPolicy } from './retry.ts';
 import type { Schedule } from './schedule.ts';
-import type { CatchUpPolicy, DeliveryMode, OverlapPolicy } from './states.ts';
+import type { CatchUpPolicy, DeliveryMode, JitterMode, OverlapPolicy } from './states.ts';
 import type { StatusCodeSpec } from './status-codes.ts';
 
 export const HTTP_METHODS = ['POST', 'PUT', 'PATCH', 'GET', 'DELETE'] as const;
@@ -80,4 +82,12 @@ export type JobSpec = {
   authSecret?: string | null;
   /** The tenant's flow control that limits this job's requests (API.md "Destination control"); absent or null: none. */
   flowControlKey?: string | null;
+  /** The tenant's calendar and what an occurrence on a non-business day does (API.md "Richer schedules"); absent or null: none. */
+  calendar?: CalendarRef | null;
+  /** The job completes after this many scheduled runs; absent or null: no limit. */
+  maxRuns?: number | null;
+  /** How `jitterMs` is drawn (absent: `stable`). */
+  jitterMode?: JitterMode;
+  /** Jobs of the tenant to trigger when a run of this one ends; absent or null: none. */
+  then?: ChainLink[] | null;
 };

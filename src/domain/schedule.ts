@@ -2,8 +2,9 @@
  * Schedules: when a job's runs fall due. Pure arithmetic over UTC epoch milliseconds, no I/O.
  *
  * Kinds (API.md "Jobs"): `once` at a time, `delay` after a duration, `interval` every N ms inside a date range,
- * `dates` from an explicit list, and `cron` (5-field expressions, 6-field ones with seconds first as cron-parser and
- * pg_cron read them, and `@hourly`-style macros; parsed by cron-parser and evaluated in an IANA time zone).
+ * `dates` from an explicit list, `cron` (5-field expressions, 6-field ones with seconds first as cron-parser and
+ * pg_cron read them, and `@hourly`-style macros; parsed by cron-parser and evaluated in an IANA time zone), and
+ * `union` (API.md "Richer schedules": 2..10 of the others but `delay`, merged, an instant produced twice firing once).
  *
  * Daylight-saving rule for cron (cron-parser matches the fields against local wall-clock time; `nextCron` below
  * maps wall-clock times to instants by this rule):
@@ -15,7 +16,7 @@
  * So schedules whose fields name every hour (`0 * * * *`) keep firing once per elapsed hour across both changes
  * in zones that shift by a whole hour. (Vixie/ISC cron and croner instead run a skipped time when the gap ends.)
  */
-import { CronExpressionParser } from 'cron-parser';
+import { type CronExpression, CronExpressionParser } from 'cron-parser';
 import { zoneOffsetMs } from './zone-offset.ts';
 
 export type OnceSchedule = { type: 'once'; at: string };
@@ -24,8 +25,13 @@ export type IntervalSchedule = { type: 'interval'; everyMs: number; startAt?: st
 export type DatesSchedule = { type: 'dates'; dates: string[] };
 export type CronSchedule = { type: 'cron'; expression: string; timezone?: string; startAt?: string; endAt?: string };
 
+/** A schedule that may be a member of a union (API.md "Richer schedules"): not `delay`, not another union. */
+export type UnionMember = OnceSchedule | IntervalSchedule | DatesSchedule | CronSchedule;
+/** Several schedules as one: their occurrences merged in order, an instant produced twice firing once. */
+export type UnionSchedule = { type: 'union'; schedules: UnionMember[] };
+
 /** A schedule as a client sends it (times are RFC 3339 strings, durations integer ms). */
-export type Schedule = OnceSchedule | DelaySchedule | IntervalSchedule | DatesSchedule | CronSchedule;
+export type Schedule = OnceSchedule | DelaySchedule | IntervalSchedule | DatesSchedule | CronSchedule | UnionSchedule;
 
 /** A problem with one field of a schedule; `path` is relative to the schedule object (`expression`, `dates.3`). */
 export type ScheduleIssue = { path: string; message: string };
@@ -34,6 +40,9 @@ export type ScheduleIssue = { path: string; message: string };
 export const MIN_INTERVAL_MS = 1000;
 /** Most dates in a `dates` schedule. */
 export const MAX_DATES = 1000;
+/** Fewest and most schedules in a union. */
+export const MIN_UNION_SCHEDULES = 2;
+export const MAX_UNION_SCHEDULES = 10;
 /** The macros accepted besides 5-field expressions. */
 export const CRON_MACROS = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@hourly'] as const;
 
@@ -91,6 +100,8 @@ export function normalizeSchedule(s: Schedule, nowMs: number): Schedule {
         ...(s.startAt ? { startAt: iso(ms(s.startAt)) } : {}),
         ...(s.endAt ? { endAt: iso(ms(s.endAt)) } : {}),
       };
+    case 'union':
+      return { type: 'union', schedules: s.schedules.map((m) => normalizeSchedule(m, nowMs) as UnionMember) };
   }
 }
 
@@ -126,6 +137,15 @@ function unboundedNextOccurrence(s: Schedule, afterMs: number): number | null {
     }
     case 'cron':
       return nextCron(s, afterMs);
+    case 'union': {
+      // The earliest of the members' next occurrences: an instant two members share comes out once.
+      let best: number | null = null;
+      for (const m of s.schedules) {
+        const t = unboundedNextOccurrence(m, afterMs);
+        if (t !== null && (best === null || t < best)) best = t;
+      }
+      return best;
+    }
   }
 }
 
@@ -139,7 +159,7 @@ export function occurrences(s: Schedule, afterMs: number, count: number): number
 
 /** True for schedules that can fire more than once. */
 export function isRecurring(s: Schedule): boolean {
-  return s.type === 'interval' || s.type === 'cron' || (s.type === 'dates' && s.dates.length > 1);
+  return s.type === 'union' || s.type === 'interval' || s.type === 'cron' || (s.type === 'dates' && s.dates.length > 1);
 }
 
 const HOUR_MS = 3_600_000;
@@ -160,7 +180,7 @@ function nextCron(s: CronSchedule, afterMs: number): number | null {
   // A firing t belongs to the wall-clock time t + offset; the smallest offset around `from` bounds where to start.
   const lo = from + Math.min(...[-2 * DAY_MS, 0, 2 * DAY_MS].map((d) => zoneOffsetMs(from + d, tz)));
   // cron-parser's next() is strictly after currentDate: start one ms early so that `lo` itself can match.
-  const it = CronExpressionParser.parse(s.expression, { currentDate: new Date(lo - 1), tz: 'UTC' });
+  const it = cronFrom(s.expression, new Date(lo - 1));
   const everyHour = it.fields.hour.values.length === 24;
   let best = Infinity;
   // Later wall-clock times cannot fire before `best` once past best + the largest offset around it.
@@ -174,6 +194,28 @@ function nextCron(s: CronSchedule, afterMs: number): number | null {
     }
   }
   return s.endAt !== undefined && best > ms(s.endAt) ? null : best;
+}
+
+/** Most parsed expressions `cronFrom` keeps (the oldest parsed goes first). */
+const PARSED_CRON_MAX = 1_000;
+/**
+ * Parsed cron expressions by text, evaluated in UTC (above): parsing costs more than a search for the next occurrence,
+ * and a claim, a re-plan or a backfill searches the same few expressions over and over. A pure function's memo: each use
+ * resets the iterator and runs to its end synchronously, so no two uses share its position.
+ */
+const parsedCron = new Map<string, CronExpression>();
+
+/** cron-parser's iterator of `expression` (UTC), positioned at `currentDate` (its next() is strictly after it). */
+function cronFrom(expression: string, currentDate: Date): CronExpression {
+  const cached = parsedCron.get(expression);
+  if (cached) {
+    cached.reset(currentDate);
+    return cached;
+  }
+  const it = CronExpressionParser.parse(expression, { currentDate, tz: 'UTC' });
+  if (parsedCron.size >= PARSED_CRON_MAX) parsedCron.delete(parsedCron.keys().next().value!);
+  parsedCron.set(expression, it);
+  return it;
 }
 
 /**
@@ -191,6 +233,15 @@ function wallClockFirings(tz: string, wall: number, everyHour: boolean): number[
   if (out.length === 0) return [wall - before];
   out.sort((a, b) => a - b);
   return everyHour ? out : out.slice(0, 1);
+}
+
+/**
+ * The instant (UTC epoch ms) of the wall-clock time `wallMs` (a local reading stored as if it were UTC epoch ms) in
+ * `tz`, by the DST rule of this module's header: in a skipped interval, the same offset past the gap; in a repeated
+ * interval, the first instance.
+ */
+export function instantOfWallClock(tz: string, wallMs: number): number {
+  return wallClockFirings(tz, wallMs, false)[0]!;
 }
 
 /** True when `name` is an IANA time zone this runtime knows. */
@@ -212,6 +263,10 @@ export function isTimeZone(name: string): boolean {
  * @returns the issues found, empty when the schedule is good
  */
 export function scheduleIssues(s: Schedule, nowMs: number): ScheduleIssue[] {
+  if (s.type === 'union') {
+    // Each member is checked as a schedule of its own (a member that never fires is dead weight: named, not kept).
+    return s.schedules.flatMap((m, i) => scheduleIssues(m, nowMs).map((issue) => ({ ...issue, path: `schedules.${i}.${issue.path}` })));
+  }
   const issues: ScheduleIssue[] = [];
   if (s.type === 'cron') {
     const expr = s.expression.trim();
@@ -269,7 +324,7 @@ export function scheduleIssues(s: Schedule, nowMs: number): ScheduleIssue[] {
 }
 
 /** The field to name for a schedule without an occurrence: for one whose first is too late, what set it so late. */
-function neverFiresPath(s: Schedule, tooLate: boolean): string {
+function neverFiresPath(s: Exclude<Schedule, UnionSchedule>, tooLate: boolean): string {
   switch (s.type) {
     case 'once':
       return 'at';

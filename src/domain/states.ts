@@ -66,6 +66,8 @@ export const RUN_TRIGGER = Object.freeze({
   replay: 'replay',
   notification: 'notification',
   result: 'result',
+  backfill: 'backfill',
+  chain: 'chain',
 } as const);
 export type RunTrigger = (typeof RUN_TRIGGER)[keyof typeof RUN_TRIGGER];
 /** Triggers of runs that are deliveries, not the job's own runs: never in its run list, failures in a row, overlap, usage or dead letters. */
@@ -75,7 +77,13 @@ export const RUN_TRIGGERS = Object.values(RUN_TRIGGER) as [RunTrigger, ...RunTri
 
 export const DELIVERY_MODES = ['at-least-once', 'at-most-once'] as const;
 export type DeliveryMode = (typeof DELIVERY_MODES)[number];
-export const OVERLAP_POLICIES = ['allow', 'skip'] as const;
+export const OVERLAP_POLICIES = ['allow', 'skip', 'buffer-one'] as const;
 export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
+/**
+ * How a job's `jitterMs` offset is drawn (API.md "Richer schedules"): `stable` per job, `random` per occurrence,
+ * `spread` where the fewest runs of the tenant to the same destination are due.
+ */
+export const JITTER_MODES = ['stable', 'random', 'spread'] as const;
+export type JitterMode = (typeof JITTER_MODES)[number];
 export const CATCH_UP_POLICIES = ['one', 'all', 'none'] as const;
 export type CatchUpPolicy = (typeof CATCH_UP_POLICIES)[number];

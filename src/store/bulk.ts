@@ -11,7 +11,6 @@
 import { and, asc, count, eq, gte, lt, type SQL, sql } from 'drizzle-orm';
 import { PAUSED_REASON } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
-import type { Schedule } from '../domain/schedule.ts';
 import { shardOf } from '../domain/shard.ts';
 import { JOB_STATUS, RUN_TRIGGER } from '../domain/states.ts';
 import { auditChanges } from './audit-log.ts';
@@ -226,7 +225,8 @@ async function applyAction(tx: Executor, tenantId: string, action: BulkJobAction
       const paused = locked.filter((j) => j.status === JOB_STATUS.paused);
       await replanJobs(
         tx,
-        paused.map((j) => ({ tenantId, jobId: j.id, schedule: j.schedule as Schedule, jitterMs: j.jitterMs })),
+        tenantId,
+        paused.map((j) => j.id),
         nowMs,
         { resetFailures: true },
       );

@@ -27,6 +27,7 @@ export const DISTRIBUTED_TABLES = [
   'audit_log',
   'tenant_callbacks',
   'flow_controls',
+  'calendars',
 ] as const;
 
 /** Tables without a tenant: copied to every node. drizzle's journal (`drizzle.__drizzle_migrations`) stays local. */

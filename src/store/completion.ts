@@ -247,7 +247,10 @@ export async function endAwaitedAttempts(tx: Executor, shard: number, ends: read
           lease_owner = null, lease_expires_at = null
       from jsonb_to_recordset(${json}::jsonb) as v${columns}
       where r.shard = ${shard} and r.id = v.id and r.status = 'running' and r.attempts = v.attempt
-      returning r.id, r.job_id, r.tenant_id, r.trigger, r.status`,
+      -- The job's chain links with the end, so that a report of a job without any costs no statement more.
+      returning r.id, r.job_id, r.tenant_id, r.trigger, r.status,
+                (select j.then_jobs from jobs j where j.shard = ${shard} and j.id = r.job_id) as then_jobs,
+                (select j.overlap_policy from jobs j where j.shard = ${shard} and j.id = r.job_id) as overlap_policy`,
   );
   // The finish normally wrote the entry (the acknowledgement); before it did, the entry is made here and the finish
   // fills its response in (finish-runs.ts).

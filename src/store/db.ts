@@ -35,6 +35,11 @@ export function query<T>(db: Executor, statement: SQL): Promise<T[]> {
   return db.execute(statement).then((result: unknown) => (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]);
 }
 
+/** A timestamp column's value as epoch ms (UTC): a Date from postgres.js's parsers, an ISO text from a raw row. */
+export function epochMs(d: Date | string): number {
+  return d instanceof Date ? d.getTime() : Date.parse(d);
+}
+
 /**
  * Planner method settings for a group of statements: PostgreSQL's `enable_*` parameters (manual 20.7.1, "Planner Method
  * Configuration") and the value each must have while the group is planned.
@@ -44,8 +49,9 @@ export type PlannerSettings = Readonly<Record<`enable_${string}`, 'on' | 'off'>>
 /**
  * Runs `statements` (each a function that starts one) in transaction `tx`, in the order given, with `plan`'s planner
  * settings in force for exactly these statements: the settings are sent before the first (each previous value saved in
- * a transaction-local `chime.saved_<name>`) and put back after the last. This is the only way Chime sends a
- * `set_config`, so a statement added later to the transaction never inherits a setting unknowingly.
+ * a transaction-local `chime.saved_<name>`) and put back after the last. This and `planTransaction` (for a whole
+ * transaction) are the only ways Chime sends a `set_config`, so a statement added later to a transaction never inherits
+ * a setting unknowingly.
  *
  * The statements reach the driver in the order given: each function must hand its statement to the driver before it
  * returns, by returning a drizzle query not yet started (this loop starts it, by calling its `then`), or by calling
@@ -61,8 +67,7 @@ export async function pipelined<T extends readonly unknown[]>(
   plan: PlannerSettings | null,
   ...statements: { [K in keyof T]: () => PromiseLike<T[K]> }
 ): Promise<T> {
-  const names = plan ? Object.keys(plan) : [];
-  for (const name of names) if (!/^enable_[a-z_]+$/.test(name)) throw new TypeError(`not a planner method setting: ${name}`);
+  const names = plan ? settingNames(plan) : [];
   const steps: (() => PromiseLike<unknown>)[] = [...statements];
   if (plan && names.length > 0) {
     const set = names.map(
@@ -84,6 +89,28 @@ export async function pipelined<T extends readonly unknown[]>(
   if (failed) throw failed.reason;
   const results = settled.map((r) => (r as PromiseFulfilledResult<unknown>).value);
   return (plan && names.length > 0 ? results.slice(1, -1) : results) as unknown as T;
+}
+
+/** The names of `plan`'s settings. @throws TypeError for a name that is not a planner method setting */
+function settingNames(plan: PlannerSettings): (keyof PlannerSettings)[] {
+  const names = Object.keys(plan) as (keyof PlannerSettings)[];
+  for (const name of names) if (!/^enable_[a-z_]+$/.test(name)) throw new TypeError(`not a planner method setting: ${name}`);
+  return names;
+}
+
+/**
+ * Puts `plan`'s planner settings in force for the rest of transaction `tx` (`set_config(…, true)`: they end with it),
+ * for a transaction every statement of which is meant to be planned under them (the claim's): one statement, where
+ * each `pipelined` group under the plan sends two (the settings with each previous value saved, then their reset). A
+ * `pipelined` group with a plan of its own later in the transaction puts these back after it. Started before it
+ * returns, so the transaction's next statement follows it in the same round trip (postgres.js).
+ * @throws TypeError for a name that is not a planner method setting (nothing sent)
+ */
+export function planTransaction(tx: Executor, plan: PlannerSettings): Promise<void> {
+  const names = settingNames(plan);
+  if (names.length === 0) return Promise.resolve();
+  const set = names.map((n) => `set_config('${n}', '${plan[n]}', true)`).join(', ');
+  return query(tx, sql.raw(`select ${set}`)).then(() => undefined);
 }
 
 /** One query under `plan` (`pipelined` with a single statement): its rows. */

@@ -8,14 +8,25 @@ import type { AuditChange, ChangeSource } from '../domain/audit.ts';
 import { PAUSED_REASON, type PausedReason } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
 import type { JobSpec } from '../domain/job.ts';
-import { jitterOffsetMs, nextOccurrence } from '../domain/schedule.ts';
+import { planAfter } from '../domain/plan.ts';
 import { shardOf } from '../domain/shard.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER, type RunTrigger } from '../domain/states.ts';
 import { auditChanges, recordAudit } from './audit-log.ts';
 import type { StoreContext } from './context.ts';
-import { announceRun, type Db, type Executor, type PlannerSettings, pipelined, query, transactionRetryingDeadlocks } from './db.ts';
+import {
+  announceRun,
+  type Db,
+  type Executor,
+  epochMs,
+  type PlannerSettings,
+  pipelined,
+  query,
+  transactionRetryingDeadlocks,
+} from './db.ts';
 import { assertActiveJobsRoom, type CreateJobOptions, type JobRow } from './jobs.ts';
 import { recordEvents } from './notifications.ts';
+import { type PlanColumns, planColumns, planRuleOf } from './plan-columns.ts';
+import { dueTimes } from './queue/spread-runs.ts';
 import { deadLetterCondition } from './runs.ts';
 import { jobs, runs } from './schema.ts';
 import { ofTenant } from './tenant-scope.ts';
@@ -94,23 +105,41 @@ export async function updateJob(
     if (changes.onSuccess !== undefined) set.onSuccess = changes.onSuccess;
     if (changes.onFailure !== undefined) set.onFailure = changes.onFailure;
     if (changes.completion !== undefined) set.completion = changes.completion;
+    if (changes.calendar !== undefined) {
+      set.calendarKey = changes.calendar?.key ?? null;
+      set.calendarRoll = changes.calendar?.roll ?? null;
+    }
+    if (changes.maxRuns !== undefined) set.maxRuns = changes.maxRuns;
+    if (changes.jitterMode !== undefined) set.jitterMode = changes.jitterMode;
+    if (changes.then !== undefined) set.thenJobs = changes.then?.length ? changes.then : null;
 
     const pausing = changes.paused === true && job.status !== JOB_STATUS.paused;
     const resuming = changes.paused === false && job.status === JOB_STATUS.paused;
     const staysPaused = job.status === JOB_STATUS.paused && changes.paused !== false;
     const replan =
       resuming ||
-      (!pausing && !staysPaused && (changes.replace === true || changes.schedule !== undefined || changes.jitterMs !== undefined));
+      (!pausing &&
+        !staysPaused &&
+        (changes.replace === true ||
+          changes.schedule !== undefined ||
+          changes.jitterMs !== undefined ||
+          changes.jitterMode !== undefined ||
+          changes.calendar !== undefined ||
+          changes.maxRuns !== undefined));
     await tx
       .update(jobs)
       .set(set)
       .where(and(ofTenant(jobs, tenantId), eq(jobs.id, jobId)));
+    if (changes.overlapPolicy === 'allow' && job.overlapPolicy !== 'allow') {
+      // Runs may overlap now: the runs waiting their turn (buffer-one's, a backfill's) go, none before its occurrence.
+      await tx.execute(sql`update runs set next_attempt_at = greatest(${new Date(now).toISOString()}::timestamptz, scheduled_for)
+        where shard = ${shardOf(tenantId)} and job_id = ${jobId} and buffered and status = 'scheduled' and next_attempt_at is null`);
+    }
     if (pausing) {
       await pauseJobs(tx, shardOf(tenantId), [{ id: jobId, reason: PAUSED_REASON.manual }], now);
     } else if (replan) {
-      const schedule = (changes.schedule ?? job.schedule) as JobSpec['schedule'];
       // A resume starts the count of failures in a row afresh (API.md "pauseAfterFailures").
-      await replanJobs(tx, [{ tenantId, jobId, schedule, jitterMs: changes.jitterMs ?? job.jitterMs }], now, { resetFailures: resuming });
+      await replanJobs(tx, tenantId, [jobId], now, { resetFailures: resuming });
     }
     await auditChanges(tx, ctx, tenantId, updateAudit(jobId, changes, { pausing, resuming }));
     const [updated] = await tx
@@ -138,102 +167,140 @@ function updateAudit(jobId: string, changes: JobChanges, moved: { pausing: boole
   return entries;
 }
 
-/** A job to re-plan from now (`replanJobs`): its schedule, and its jitter in ms. */
-export type Replan = { tenantId: string; jobId: string; schedule: JobSpec['schedule']; jitterMs: number };
-
 /**
- * Re-plans jobs from `nowMs` (epoch ms), as a resume or a schedule change does: each job's first occurrence at or after
- * now becomes its one pending scheduled run (`planNextRuns`), and the job becomes `active` with that `nextRunAt`, or
- * `completed` when none is left, its `pausedReason` cleared. A job that becomes `completed` here (a resume after its
- * last occurrence went by) gets its `job.completed` event in the same transaction (docs/design.md invariant 11), as one
- * completed by a claim does. A fixed number of statements however many jobs (a bulk resume passes up to 10,000). Run
- * it in the caller's transaction with the jobs locked (`FOR UPDATE`).
+ * Re-plans jobs of one tenant, as a resume, a schedule change or a calendar change does: each job's first occurrence
+ * after its bound (`afterMs` by job id, default `nowMs - 1`: the first at or after now) under its plan rule as stored
+ * (schedule, calendar, jitter, `maxRuns`: src/domain/plan.ts) becomes its one pending scheduled run (`planNextRuns`),
+ * and the job becomes `active` with that `nextRunAt`, or `completed` when none is left, its `pausedReason` cleared. A job
+ * that becomes `completed` here (a resume after its last occurrence went by) gets its `job.completed` event in the same
+ * transaction (docs/design.md invariant 11), as one completed by a claim does. A fixed number of statements however
+ * many jobs (a bulk resume passes up to 10,000). Run it in the caller's transaction with the jobs locked (`FOR UPDATE`)
+ * and any change of theirs already written.
  * @param opts.resetFailures also zero `consecutiveFailures` (a resume starts the count afresh)
+ * @param opts.afterMs each job's bound (epoch ms), by job id; absent: `nowMs - 1`
  */
 export async function replanJobs(
   tx: Executor,
-  list: readonly Replan[],
+  tenantId: string,
+  jobIds: readonly string[],
   nowMs: number,
-  opts: { resetFailures?: boolean } = {},
+  opts: { resetFailures?: boolean; afterMs?: ReadonlyMap<string, number> } = {},
 ): Promise<void> {
-  if (list.length === 0) return;
-  const plans = list.map((j) => ({
-    tenantId: j.tenantId,
-    jobId: j.jobId,
-    nextMs: nextOccurrence(j.schedule, nowMs - 1),
-    jitterMs: j.jitterMs,
-  }));
-  // Read before the update below: only a change into `completed` is an event (a job already completed whose jitter
-  // changes stays so, silently). The jobs are locked, so the status read is the one the update replaces.
-  const ending = plans.filter((p) => p.nextMs === null);
-  const completing: { id: string; tenantId: string }[] = [];
-  if (ending.length > 0) {
-    const shards = [...new Set(ending.map((p) => shardOf(p.tenantId)))];
-    const ids = ending.map((p) => p.jobId);
-    completing.push(
-      ...(await tx
-        .select({ id: jobs.id, tenantId: jobs.tenantId })
-        .from(jobs)
-        .where(and(inArray(jobs.shard, shards), inArray(jobs.id, ids), ne(jobs.status, JOB_STATUS.completed)))),
-    );
-  }
-  await planNextRuns(tx, plans, nowMs);
-  const rows = JSON.stringify(
+  if (jobIds.length === 0) return;
+  const shard = shardOf(tenantId);
+  const rows = await planRows(tx, tenantId, jobIds);
+  const planned = rows.map((r) => planAfter(planRuleOf(r.id, r), opts.afterMs?.get(r.id) ?? nowMs - 1));
+  const keep = new Map(
+    rows.flatMap((r) =>
+      r.pending_at && r.pending_due ? [[r.id, { occurrenceMs: epochMs(r.pending_at), dueMs: epochMs(r.pending_due) }] as const] : [],
+    ),
+  );
+  const withDue = planned.flatMap((p, i) => {
+    const r = rows[i]!;
+    return p === null
+      ? []
+      : [{ i, item: { tenantId, jobId: r.id, url: r.url, jitterMs: r.jitter_ms, jitterMode: r.jitter_mode, planned: p } }];
+  });
+  const due = await dueTimes(
+    tx,
+    shard,
+    withDue.map((w) => w.item),
+    keep,
+  );
+  const plans: PlannedOccurrence[] = rows.map((r) => ({ jobId: r.id, occurrenceMs: null, dueMs: null, firesAtMs: null }));
+  withDue.forEach((w, n) => {
+    const p = w.item.planned;
+    // A spread run's placed due time is when the job fires, unless its calendar skips this occurrence.
+    plans[w.i] = {
+      jobId: w.item.jobId,
+      occurrenceMs: p.occurrenceMs,
+      dueMs: due[n]!,
+      firesAtMs: p.firesAtMs === p.dueMs ? due[n]! : p.firesAtMs,
+    };
+  });
+  // Only a change into `completed` is an event (a job already completed whose jitter changes stays so, silently). The
+  // jobs are locked, so the status read is the one the update replaces.
+  const completing = rows.filter((r, i) => plans[i]!.occurrenceMs === null && r.status !== JOB_STATUS.completed);
+  await planNextRuns(tx, tenantId, plans, nowMs);
+  const json = JSON.stringify(
     plans.map((p) => ({
-      shard: shardOf(p.tenantId),
       id: p.jobId,
-      tenant_id: p.tenantId,
-      next_at: p.nextMs === null ? null : new Date(p.nextMs).toISOString(),
+      next_at: p.occurrenceMs === null ? null : iso(p.firesAtMs),
+      completed: p.occurrenceMs === null,
     })),
   );
   await tx.execute(sql`update jobs j
-    set status = case when v.next_at is null then ${JOB_STATUS.completed} else ${JOB_STATUS.active} end, paused_reason = null,
+    set status = case when v.completed then ${JOB_STATUS.completed} else ${JOB_STATUS.active} end, paused_reason = null,
         next_run_at = v.next_at, updated_at = ${new Date(nowMs).toISOString()}::timestamptz
         ${opts.resetFailures ? sql`, consecutive_failures = 0` : sql``}
-    from jsonb_to_recordset(${rows}::jsonb) as v(shard smallint, id uuid, tenant_id uuid, next_at timestamptz)
-    where j.shard = v.shard and j.id = v.id and j.tenant_id = v.tenant_id`);
+    from jsonb_to_recordset(${json}::jsonb) as v(id uuid, next_at timestamptz, completed boolean)
+    where j.shard = ${shard} and j.id = v.id and j.tenant_id = ${tenantId}`);
   // After the update, so the events show the jobs completed.
   await recordEvents(
     tx,
-    completing.map((j) => ({ type: 'job.completed', tenantId: j.tenantId, jobId: j.id })),
+    completing.map((j) => ({ type: 'job.completed', tenantId, jobId: j.id })),
     nowMs,
   );
 }
 
-/** A job's next occurrence (`nextMs`, epoch ms; null: none left) with its jitter in ms, for `planNextRuns`. */
-export type PlannedRun = { tenantId: string; jobId: string; nextMs: number | null; jitterMs: number };
+const iso = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString());
+
+/** A job's plan columns (`planRows`), its status, callback URL, and its pending scheduled run. */
+type PlanRow = PlanColumns & {
+  id: string;
+  status: string;
+  url: string;
+  pending_at: Date | string | null;
+  pending_due: Date | string | null;
+};
+
+/** The plan columns of the tenant's jobs `jobIds`, with their pending (not buffered) scheduled runs. */
+function planRows(tx: Executor, tenantId: string, jobIds: readonly string[]): Promise<PlanRow[]> {
+  const shard = shardOf(tenantId);
+  return query<PlanRow>(
+    tx,
+    sql`select j.id, j.status, j.callback->>'url' as url, ${planColumns(shard)},
+          p.scheduled_for as pending_at, p.next_attempt_at as pending_due
+        from jobs j
+        left join lateral (select r.scheduled_for, r.next_attempt_at from runs r
+          where r.shard = ${shard} and r.job_id = j.id and r.status = 'scheduled' and r.trigger = 'schedule' and not r.buffered
+          order by r.scheduled_for limit 1) p on true
+        where j.shard = ${shard} and j.tenant_id = ${tenantId} and j.id = any(${uuidArray(jobIds)}::uuid[])`,
+  );
+}
 
 /**
- * Makes each plan's `nextMs` its job's one pending scheduled occurrence: the job's other pending scheduled runs are
- * canceled, and the occurrence is inserted, or revived if an earlier pause or change had canceled it (the unique
- * `(job_id, scheduled_for)` row is reused rather than lost). Three statements and at most one NOTIFY, whatever the
- * number of plans (one job each).
+ * A job's next scheduled run for `planNextRuns`: its occurrence (`scheduled_for`) and due time, UTC epoch ms, and when
+ * the job fires next (`nextRunAt`); all null when none is left.
  */
-export async function planNextRuns(tx: Executor, plans: readonly PlannedRun[], nowMs: number): Promise<void> {
+export type PlannedOccurrence = { jobId: string; occurrenceMs: number | null; dueMs: number | null; firesAtMs: number | null };
+
+/**
+ * Makes each plan's occurrence its job's one pending scheduled run: the job's other pending scheduled runs are
+ * canceled (buffered ones too), and the occurrence is inserted, or revived if an earlier pause or change had canceled
+ * it (the unique `(job_id, scheduled_for)` row is reused rather than lost). Three statements and at most one NOTIFY,
+ * whatever the number of plans (one job each), all of tenant `tenantId`.
+ */
+export async function planNextRuns(tx: Executor, tenantId: string, plans: readonly PlannedOccurrence[], nowMs: number): Promise<void> {
   if (plans.length === 0) return;
+  const shard = shardOf(tenantId);
   const nowIso = new Date(nowMs).toISOString();
-  const due: number[] = [];
-  const rows = plans.map((p) => {
-    const dueMs = p.nextMs === null ? null : p.nextMs + jitterOffsetMs(p.jobId, p.jitterMs);
-    if (dueMs !== null) due.push(dueMs);
-    const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-    return { shard: shardOf(p.tenantId), id: newId(), tenant_id: p.tenantId, job_id: p.jobId, next_at: iso(p.nextMs), due_at: iso(dueMs) };
-  });
-  const json = JSON.stringify(rows);
+  const due = plans.flatMap((p) => (p.dueMs === null ? [] : [p.dueMs]));
+  const json = JSON.stringify(plans.map((p) => ({ id: newId(), job_id: p.jobId, next_at: iso(p.occurrenceMs), due_at: iso(p.dueMs) })));
   // Times travel as ISO text (exact to the ms), not epoch numbers: `is distinct from` compares them with stored values.
   await tx.execute(sql`update runs r set status = 'canceled', finished_at = ${nowIso}::timestamptz, next_attempt_at = null,
       error = 'superseded by a schedule change'
-    from jsonb_to_recordset(${json}::jsonb) as v(shard smallint, job_id uuid, tenant_id uuid, next_at timestamptz)
-    where r.shard = v.shard and r.job_id = v.job_id and r.tenant_id = v.tenant_id and r.status = 'scheduled' and r.trigger = 'schedule'
-      and r.scheduled_for is distinct from v.next_at`);
+    from jsonb_to_recordset(${json}::jsonb) as v(job_id uuid, next_at timestamptz)
+    where r.shard = ${shard} and r.job_id = v.job_id and r.tenant_id = ${tenantId} and r.status = 'scheduled' and r.trigger = 'schedule'
+      and (r.scheduled_for is distinct from v.next_at or r.buffered)`);
   if (due.length === 0) return;
   await tx.execute(sql`insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
-    select v.shard, v.id, v.tenant_id, v.job_id, v.next_at, 'schedule', 'scheduled', v.due_at, ${nowIso}::timestamptz
-    from jsonb_to_recordset(${json}::jsonb) as v(shard smallint, id uuid, tenant_id uuid, job_id uuid, next_at timestamptz, due_at timestamptz)
+    select ${shard}::smallint, v.id, ${tenantId}::uuid, v.job_id, v.next_at, 'schedule', 'scheduled', v.due_at, ${nowIso}::timestamptz
+    from jsonb_to_recordset(${json}::jsonb) as v(id uuid, job_id uuid, next_at timestamptz, due_at timestamptz)
     where v.next_at is not null
     on conflict (shard, job_id, scheduled_for) where trigger = 'schedule'
     do update set status = 'scheduled', next_attempt_at = excluded.next_attempt_at, error = null, finished_at = null,
-                  attempts = 0, started_at = null
+                  attempts = 0, started_at = null, buffered = false
     where runs.status in ('scheduled', 'canceled')`);
   await announceRun(tx, Math.min(...due), nowMs);
 }

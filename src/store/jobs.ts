@@ -3,16 +3,19 @@
  * answers `201` (docs/design.md invariant 1), and announces the run on `RUNS_CHANNEL` so a sleeping dispatcher wakes.
  */
 import { and, desc, eq, lt, type SQL, sql } from 'drizzle-orm';
+import type { Calendar } from '../domain/calendar.ts';
 import { newId } from '../domain/ids.ts';
 import type { JobSpec } from '../domain/job.ts';
-import { jitterOffsetMs, nextOccurrence } from '../domain/schedule.ts';
+import { type PlannedRun, type PlanRule, planAfter } from '../domain/plan.ts';
 import { shardOf } from '../domain/shard.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../domain/states.ts';
 import { auditInsert, auditRowsJson } from './audit-log.ts';
+import { calendarsByKey } from './calendars.ts';
 import type { StoreContext } from './context.ts';
 import { announcement, type Executor, isUniqueViolation, query, RUNS_CHANNEL } from './db.ts';
 import { type JobFilter, jobFilterCondition } from './job-filter.ts';
 import { page } from './paging.ts';
+import { dueTimes } from './queue/spread-runs.ts';
 import { jobs } from './schema.ts';
 import { ofTenant } from './tenant-scope.ts';
 
@@ -37,6 +40,14 @@ export class JobKeyTakenError extends Error {
         ? 'a key of this batch was taken concurrently; nothing was committed, retry the batch'
         : `a job with key "${key}" exists`,
     );
+  }
+}
+
+/** A job names a calendar its tenant does not have (it was deleted since the request was checked); nothing was created. */
+export class CalendarMissingError extends Error {
+  override name = 'CalendarMissingError';
+  constructor(readonly key: string) {
+    super(`no calendar "${key}": create it first with PUT /v1/calendars/${key}`);
   }
 }
 
@@ -139,10 +150,44 @@ export async function createJobs(
   const from = Math.min(now, registeredAtMs) - 1;
   const jobRows: JobRow[] = [];
   const runRows: { id: string; job_id: string; scheduled_for: string; next_attempt_at: string }[] = [];
-  let soonest = Number.POSITIVE_INFINITY;
-  for (const spec of specs) {
+  const calendarKeys = specs.flatMap((s) => (s.calendar ? [s.calendar.key] : []));
+  const cals = calendarKeys.length > 0 ? await calendarsByKey(ctx.db, tenantId, calendarKeys) : new Map<string, Calendar>();
+  const missing = calendarKeys.find((k) => !cals.has(k));
+  if (missing !== undefined) throw new CalendarMissingError(missing);
+  const plans: { id: string; spec: JobSpec; first: PlannedRun | null }[] = specs.map((spec) => {
     const id = newId();
-    const first = nextOccurrence(spec.schedule, from);
+    const calendar = spec.calendar ? cals.get(spec.calendar.key)! : null;
+    const rule: PlanRule = {
+      jobId: id,
+      schedule: spec.schedule,
+      calendar,
+      roll: spec.calendar?.roll ?? null,
+      jitterMs: spec.jitterMs,
+      jitterMode: spec.jitterMode ?? 'stable',
+      maxRuns: spec.maxRuns ?? null,
+      scheduledRuns: 0,
+    };
+    return { id, spec, first: planAfter(rule, from) };
+  });
+  const withFirst = plans.filter((p) => p.first !== null);
+  const due = await dueTimes(
+    ctx.db,
+    shardOf(tenantId),
+    withFirst.map((p) => ({
+      tenantId,
+      jobId: p.id,
+      url: p.spec.callback.url,
+      jitterMs: p.spec.jitterMs,
+      jitterMode: p.spec.jitterMode ?? 'stable',
+      planned: p.first!,
+    })),
+  );
+  const dueOf = new Map(withFirst.map((p, i) => [p.id, due[i]!]));
+  let soonest = Number.POSITIVE_INFINITY;
+  for (const { id, spec, first } of plans) {
+    const dueMs = dueOf.get(id);
+    // The job's nextRunAt: when it fires (a spread run where it was placed, unless its calendar skips this occurrence).
+    const firesAt = first === null ? null : first.firesAtMs === first.dueMs ? dueMs! : first.firesAtMs;
     jobRows.push({
       shard: shardOf(tenantId),
       id,
@@ -165,7 +210,7 @@ export async function createJobs(
       catchUp: spec.catchUp,
       jitterMs: spec.jitterMs,
       metadata: spec.metadata ?? {},
-      nextRunAt: first === null ? null : new Date(first),
+      nextRunAt: firesAt === null ? null : new Date(firesAt),
       lastRunAt: null,
       createdAt: nowDate,
       updatedAt: nowDate,
@@ -176,11 +221,21 @@ export async function createJobs(
       flowControlKey: spec.flowControlKey ?? null,
       authSecretEnc: spec.authSecret ? await ctx.cipher.seal(spec.authSecret) : null,
       body: spec.body ?? null,
+      calendarKey: spec.calendar?.key ?? null,
+      calendarRoll: spec.calendar?.roll ?? null,
+      maxRuns: spec.maxRuns ?? null,
+      scheduledRuns: 0,
+      jitterMode: spec.jitterMode ?? 'stable',
+      thenJobs: spec.then?.length ? spec.then : null,
     });
-    if (first !== null) {
-      const due = first + jitterOffsetMs(id, spec.jitterMs);
-      soonest = Math.min(soonest, due);
-      runRows.push({ id: newId(), job_id: id, scheduled_for: new Date(first).toISOString(), next_attempt_at: new Date(due).toISOString() });
+    if (first !== null && dueMs !== undefined) {
+      soonest = Math.min(soonest, dueMs);
+      runRows.push({
+        id: newId(),
+        job_id: id,
+        scheduled_for: new Date(first.occurrenceMs).toISOString(),
+        next_attempt_at: new Date(dueMs).toISOString(),
+      });
     }
   }
   // Announced only when due soon (NOTIFY_HORIZON_MS): a dispatcher's poll finds later runs in time.
@@ -241,6 +296,11 @@ async function insertJobsAndRuns(
       flow_control_key: j.flowControlKey,
       auth_secret_enc: j.authSecretEnc,
       body: j.body,
+      calendar_key: j.calendarKey,
+      calendar_roll: j.calendarRoll,
+      max_runs: j.maxRuns,
+      jitter_mode: j.jitterMode,
+      then_jobs: j.thenJobs,
     })),
   );
   // Only runs of the jobs this statement makes: the check a foreign key would make (runs have none, schema.ts), made
@@ -252,16 +312,18 @@ async function insertJobsAndRuns(
       insert into jobs (shard, id, tenant_id, key, name, status, schedule, callback, auth_token_enc, payload, retry,
                         relevancy_window_ms, delivery_mode, overlap_policy, catch_up, jitter_ms, metadata,
                         pause_after_failures, next_run_at, trace_parent, completion, on_success, on_failure,
-                        flow_control_key, auth_secret_enc, body, created_at, updated_at)
+                        flow_control_key, auth_secret_enc, body, calendar_key, calendar_roll, max_runs, jitter_mode, then_jobs,
+                        created_at, updated_at)
       select ${shardOf(tenantId)}::smallint, v.id, ${tenantId}::uuid, v.key, v.name, v.status, v.schedule, v.callback, v.auth_token_enc, v.payload, v.retry,
              v.relevancy_window_ms, v.delivery_mode, v.overlap_policy, v.catch_up, v.jitter_ms, v.metadata,
              v.pause_after_failures, v.next_run_at, v.trace_parent, v.completion, v.on_success, v.on_failure,
-             v.flow_control_key, v.auth_secret_enc, v.body, ${nowIso}::timestamptz, ${nowIso}::timestamptz
+             v.flow_control_key, v.auth_secret_enc, v.body, v.calendar_key, v.calendar_roll, v.max_runs, v.jitter_mode, v.then_jobs,
+             ${nowIso}::timestamptz, ${nowIso}::timestamptz
       from jsonb_to_recordset(${jobsJson}::jsonb) as v(id uuid, key text, name text, status text, schedule jsonb,
              callback jsonb, auth_token_enc text, payload jsonb, retry jsonb, relevancy_window_ms int, delivery_mode text,
              overlap_policy text, catch_up text, jitter_ms int, metadata jsonb, pause_after_failures int, next_run_at timestamptz,
              trace_parent text, completion jsonb, on_success jsonb, on_failure jsonb, flow_control_key text,
-             auth_secret_enc text, body text)),
+             auth_secret_enc text, body text, calendar_key text, calendar_roll text, max_runs int, jitter_mode text, then_jobs jsonb)),
     new_runs as (
       insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
       select ${shardOf(tenantId)}::smallint, v.id, ${tenantId}::uuid, v.job_id, v.scheduled_for, ${RUN_TRIGGER.schedule}, ${RUN_STATUS.scheduled},

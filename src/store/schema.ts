@@ -165,9 +165,23 @@ export const jobs = pgTable(
     authSecretEnc: text('auth_secret_enc'),
     /** A body that is not JSON (`body`), sent as is instead of `payload`; null: the payload is sent as JSON. */
     body: text('body'),
+    /** The tenant's calendar (`calendars.key`) whose weekend days and holidays move or skip occurrences; null: none. */
+    calendarKey: text('calendar_key'),
+    /** What an occurrence on a non-business day of the calendar does: `skip`, `next`, `previous` (src/domain/calendar.ts). */
+    calendarRoll: text('calendar_roll'),
+    /** The job completes after this many scheduled runs (manual, replay, backfill and chain runs do not count); null: no limit. */
+    maxRuns: integer('max_runs'),
+    /** Scheduled runs made so far (each claimed occurrence counts, whatever its outcome), for `maxRuns`. */
+    scheduledRuns: integer('scheduled_runs').notNull().default(0),
+    /** How `jitterMs` is drawn: `stable` (per job), `random` (per occurrence), `spread` (where the destination is least busy). */
+    jitterMode: text('jitter_mode').notNull().default('stable'),
+    /** Chains: `[{ jobId, on }]`, the jobs of the tenant triggered when a run of this job ends so; null: none. */
+    thenJobs: jsonb('then_jobs'),
   },
   (t) => [
     primaryKey({ name: 'jobs_pkey', columns: [t.shard, t.id] }),
+    // The jobs that use a calendar: its change re-plans them, and its deletion is refused while any open one does.
+    index('jobs_calendar_idx').on(t.tenantId, t.shard, t.calendarKey).where(sql`${t.calendarKey} is not null`),
     // The jobs that name a flow control: its claim finds their due runs, and its deletion is refused while any does.
     index('jobs_flow_control_idx').on(t.tenantId, t.shard, t.flowControlKey).where(sql`${t.flowControlKey} is not null`),
     index('jobs_tenant_idx').on(t.tenantId, t.shard, t.id),
@@ -226,11 +240,23 @@ export const runs = pgTable(
     output: jsonb('output'),
     /** The flow control (`flow_controls.id`) whose slot this run holds while leased; set by its claim. */
     flowId: uuid('flow_id'),
+    /**
+     * A run waiting for its job's run in flight to end (`overlapPolicy: buffer-one`, or a backfill of a job whose runs
+     * may not overlap): `scheduled` with no `next_attempt_at` until a run of its job ends and releases it.
+     */
+    buffered: boolean('buffered').notNull().default(false),
+    /** A chained run's upstream (`trigger = 'chain'`): `{ jobId, runId, status, output? }` of the run whose end triggered it. */
+    upstream: jsonb('upstream'),
   },
   (t) => [
     primaryKey({ name: 'runs_pkey', columns: [t.shard, t.id] }),
     // Invariant 2: one run per scheduled occurrence of a job.
     uniqueIndex('runs_occurrence_idx').on(t.shard, t.jobId, t.scheduledFor).where(sql`${t.trigger} = 'schedule'`),
+    // A backfill makes one run per past occurrence, once: a second backfill of the same range creates nothing.
+    uniqueIndex('runs_backfill_idx').on(t.shard, t.jobId, t.scheduledFor).where(sql`${t.trigger} = 'backfill'`),
+    // The buffered runs not yet claimed (waiting for a run of their job to end, or released), oldest first: the one an
+    // end releases. A run leaves it once claimed, so it holds the job's queue, not its history.
+    index('runs_buffered_idx').on(t.shard, t.jobId, t.scheduledFor).where(sql`${t.buffered} and ${t.status} = 'scheduled'`),
     // A bucket's waiting runs in due order: a claim reads one bucket's (see claim-runs.ts).
     index('runs_due_idx').on(t.shard, t.nextAttemptAt).where(sql`${t.status} in ('scheduled', 'retrying')`),
     // The reaper's index: the runs holding a lease, which are exactly the `running` ones (every way out of `running`
@@ -400,6 +426,31 @@ export const flowControls = pgTable(
   (t) => [
     primaryKey({ name: 'flow_controls_pkey', columns: [t.shard, t.id] }),
     uniqueIndex('flow_controls_tenant_key_idx').on(t.shard, t.tenantId, t.key),
+  ],
+);
+
+/**
+ * Calendars (API.md "Richer schedules"): a tenant's business days, in the calendar's own time zone: the weekend days
+ * (0 = Sunday) and the holidays (local dates, `YYYY-MM-DD`). Jobs name one by `calendar_key`; a change re-plans them
+ * (src/store/calendars.ts).
+ */
+export const calendars = pgTable(
+  'calendars',
+  {
+    shard: shard(),
+    id: uuid('id').notNull(),
+    tenantId: uuid('tenant_id').notNull(),
+    key: text('key').notNull(),
+    name: text('name'),
+    timezone: text('timezone').notNull(),
+    weekendDays: jsonb('weekend_days').notNull(),
+    holidays: jsonb('holidays').notNull(),
+    createdAt: tz('created_at').notNull(),
+    updatedAt: tz('updated_at').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'calendars_pkey', columns: [t.shard, t.id] }),
+    uniqueIndex('calendars_tenant_key_idx').on(t.shard, t.tenantId, t.key),
   ],
 );
 

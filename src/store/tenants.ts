@@ -52,11 +52,12 @@ export const TENANT_OWNED_TABLES = [
   'audit_log',
   'tenant_callbacks',
   'flow_controls',
+  'calendars',
 ] as const;
 
 /**
  * Deletes a tenant and everything it owns (attempts, runs, jobs, notification endpoints, idempotency keys, API keys,
- * signing secrets, its audit log, callback counts and flow controls), in one transaction. Tables carry no foreign keys or triggers to cascade (schema.ts, `jobs`), so
+ * signing secrets, its audit log, callback counts, flow controls and calendars), in one transaction. Tables carry no foreign keys or triggers to cascade (schema.ts, `jobs`), so
  * each is an explicit statement, every one naming the tenant's bucket.
  * @returns false when there was no such tenant
  */

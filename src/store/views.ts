@@ -3,12 +3,14 @@
  * store, not the API, because notification events carry them too (store/notifications.ts).
  */
 
+import type { CalendarRoll } from '../domain/calendar.ts';
+import type { ChainLink } from '../domain/chain.ts';
 import { asyncCompletionOf, type ReportedStatus } from '../domain/completion.ts';
 import type { PausedReason } from '../domain/events.ts';
 import type { CallbackAuth, CallbackSpec, ResultRoute } from '../domain/job.ts';
 import type { RetryPolicy } from '../domain/retry.ts';
 import type { Schedule } from '../domain/schedule.ts';
-import type { CatchUpPolicy, DeliveryMode, JobStatus, OverlapPolicy, RunStatus, RunTrigger } from '../domain/states.ts';
+import type { CatchUpPolicy, DeliveryMode, JitterMode, JobStatus, OverlapPolicy, RunStatus, RunTrigger } from '../domain/states.ts';
 import type { JobRow } from './jobs.ts';
 import type { AttemptRow, RunRow } from './runs.ts';
 
@@ -53,6 +55,11 @@ export function jobView(j: JobRow) {
     metadata: j.metadata as Record<string, string>,
     onSuccess: (j.onSuccess as ResultRoute | null) ?? null,
     onFailure: (j.onFailure as ResultRoute | null) ?? null,
+    calendar: j.calendarKey ? { key: j.calendarKey, roll: (j.calendarRoll ?? 'skip') as CalendarRoll } : null,
+    maxRuns: j.maxRuns ?? null,
+    scheduledRuns: j.scheduledRuns,
+    jitterMode: j.jitterMode as JitterMode,
+    then: (j.thenJobs as ChainLink[] | null) ?? null,
     completion: asyncCompletionOf(j.completion) ?? { mode: 'response' as const },
     nextRunAt: iso(j.nextRunAt),
     lastRunAt: iso(j.lastRunAt),

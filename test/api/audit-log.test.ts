@@ -137,6 +137,17 @@ describe.each(DATABASE_TARGETS)('audit log ($kind)', (target) => {
           () => [['job.triggered', id]],
         );
       },
+      'POST /v1/jobs/:jobId/backfill': async () => {
+        const id = await job({ schedule: { type: 'interval', everyMs: 60_000, startAt: new Date(Date.now() - 180_000).toISOString() } });
+        await expectEntries(
+          () =>
+            tenant.api.post(`/v1/jobs/${id}/backfill`, {
+              from: new Date(Date.now() - 200_000).toISOString(),
+              to: new Date().toISOString(),
+            }),
+          () => [['job.backfilled', id]],
+        );
+      },
       'POST /v1/jobs/bulk': async () => {
         const a = await job({ metadata: { audit: 'bulk' } });
         const b = await job({ metadata: { audit: 'bulk' } });
@@ -219,6 +230,23 @@ describe.each(DATABASE_TARGETS)('audit log ($kind)', (target) => {
         await expectEntries(
           () => tenant.api.request('DELETE', '/v1/flow-controls/gone'),
           () => [['flow_control.deleted', 'gone']],
+        );
+      },
+      'PUT /v1/calendars/:key': async () => {
+        await expectEntries(
+          () => tenant.api.request('PUT', '/v1/calendars/eu', { timezone: 'Europe/Berlin', holidays: [] }),
+          () => [['calendar.created', 'eu']],
+        );
+        await expectEntries(
+          () => tenant.api.request('PUT', '/v1/calendars/eu', { timezone: 'Europe/Berlin', holidays: ['2030-12-25'], weekendDays: [0] }),
+          () => [['calendar.updated', 'eu', ['weekendDays', 'holidays']]],
+        );
+      },
+      'DELETE /v1/calendars/:key': async () => {
+        await tenant.api.request('PUT', '/v1/calendars/gone', { timezone: 'UTC', holidays: [] });
+        await expectEntries(
+          () => tenant.api.request('DELETE', '/v1/calendars/gone'),
+          () => [['calendar.deleted', 'gone']],
         );
       },
       'POST /jobs': async () => {

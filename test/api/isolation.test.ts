@@ -134,6 +134,11 @@ const CASES: Record<string, Case> = {
   },
   'DELETE /v1/jobs/:jobId': async (b, a) => expectNotFound(await b.api.request('DELETE', `/v1/jobs/${a.jobId}`), 'delete'),
   'POST /v1/jobs/:jobId/trigger': async (b, a) => expectNotFound(await b.api.post(`/v1/jobs/${a.jobId}/trigger`), 'trigger'),
+  'POST /v1/jobs/:jobId/backfill': async (b, a) =>
+    expectNotFound(
+      await b.api.post(`/v1/jobs/${a.jobId}/backfill`, { from: '2020-01-01T00:00:00Z', to: '2020-01-02T00:00:00Z' }),
+      'backfill',
+    ),
   'GET /v1/jobs/:jobId/runs': async (b, a) => expectNotFound(await b.api.get(`/v1/jobs/${a.jobId}/runs`), 'runs'),
   'POST /v1/schedules/preview': async (b) => {
     expect((await b.api.post('/v1/schedules/preview', { schedule: { type: 'delay', delayMs: 1000 } })).status).toBe(200);
@@ -238,6 +243,22 @@ const CASES: Record<string, Case> = {
     expectNotFound(await b.api.request('DELETE', '/v1/flow-controls/a-only'), 'delete flow control');
     expect((await a.tenant.api.get('/v1/flow-controls/a-only')).status).toBe(200);
   },
+  'PUT /v1/calendars/:key': async (b, a) => {
+    // The same key names B's own calendar: A's is not replaced.
+    expect((await b.api.request('PUT', '/v1/calendars/a-only', { timezone: 'UTC', holidays: ['2030-01-02'] })).status).toBe(201);
+    expect((await a.tenant.api.get('/v1/calendars/a-only')).body).toMatchObject({ timezone: 'Europe/Berlin', holidays: ['2030-01-01'] });
+    expect((await b.api.request('DELETE', '/v1/calendars/a-only')).status).toBe(204);
+  },
+  'GET /v1/calendars': async (b) => {
+    const r = await b.api.get('/v1/calendars');
+    expect(r.status).toBe(200);
+    expect(r.body.calendars.map((c: { key: string }) => c.key)).not.toContain('a-only');
+  },
+  'GET /v1/calendars/:key': async (b) => expectNotFound(await b.api.get('/v1/calendars/a-only'), 'calendar'),
+  'DELETE /v1/calendars/:key': async (b, a) => {
+    expectNotFound(await b.api.request('DELETE', '/v1/calendars/a-only'), 'delete calendar');
+    expect((await a.tenant.api.get('/v1/calendars/a-only')).status).toBe(200);
+  },
   'GET /v1/jobs/:jobId/result-deliveries': async (b, a) => {
     expectNotFound(await b.api.get(`/v1/jobs/${a.jobId}/result-deliveries`), 'result deliveries');
     expect((await a.tenant.api.get(`/v1/jobs/${a.jobId}/result-deliveries`)).status).toBe(200);
@@ -279,6 +300,9 @@ describe.each(WITH_CITUS)('cross-tenant isolation ($kind)', (target) => {
     expect(
       (await tenant.api.request('PUT', '/v1/flow-controls/a-only', { parallelism: 3, rate: { limit: 7, periodMs: 1000 } })).status,
     ).toBe(201);
+    expect((await tenant.api.request('PUT', '/v1/calendars/a-only', { timezone: 'Europe/Berlin', holidays: ['2030-01-01'] })).status).toBe(
+      201,
+    );
     a = { tenant, jobId: job.body.jobId, keys, runId, failedRunId, keyId: key.body.keyId, endpointId: endpoint.body.endpointId };
     before = await tenantSnapshot(app.database, tenant.tenantId);
   });

@@ -10,7 +10,8 @@
  *   … npm run bench:db -- --by-statement                 # also how many times each statement (its first words) was sent
  *
  * Prints, per repetition and as the median: runs/s, PostgreSQL CPU s per 1,000 runs, this process's CPU s per
- * 1,000 runs, and the transactions committed and statements sent per 1,000 runs (what steady traffic pays for). A change to the schema or the queue statements shows here within a few seconds, where the full drain
+ * 1,000 runs, the transactions committed and statements sent per 1,000 runs (what steady traffic pays for), the WAL
+ * bytes per run, and per run the rows inserted (+), updated (~, of them HOT) and deleted (-) in runs, jobs and attempts. A change to the schema or the queue statements shows here within a few seconds, where the full drain
  * mixes it with the receiver's, undici's and the signatures' CPU on the same cores.
  */
 import { parseArgs } from 'node:util';
@@ -20,12 +21,12 @@ import type { Keyring } from '../../src/dispatch/keyring.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { migratePostgresUrl } from '../../src/store/migrate.ts';
 import { openPostgres } from '../../src/store/postgres.ts';
-import { clientBackendPids, cloneRows, connect, DatabaseFactory, type Sql } from './db.ts';
+import { benchAdminUrl, clientBackendPids, connect, DatabaseFactory } from './db.ts';
+import { addDueRuns, TEMPLATE_JOB } from './db-fixtures.ts';
+import { formatWrites, type TableWrites, tableWrites, walBytesSince, walPosition, writesPerRun } from './db-work.ts';
 import { cpuDelta, cpuSecondsOf } from './proc-stats.ts';
 import { percentile } from './stats.ts';
 
-const TENANT = '00000000-0000-7000-8000-000000000001';
-const TEMPLATE_JOB = '00000000-0000-7000-8000-000000000002';
 /** How often the backends' CPU is read while the drain runs, in ms (a backend's last reading counts). */
 const SAMPLE_MS = 200;
 /** With --steady: how long after the start of the drain the first run is due, in ms. */
@@ -48,43 +49,17 @@ type Figures = {
   commitsPer1k: number;
   /** Statements the dispatcher sent per 1,000 runs (drizzle's query log: BEGIN and COMMIT are not among them). */
   statementsPer1k: number;
+  /** WAL the server wrote per run, in bytes (pg_current_wal_lsn() after and before; cluster-wide). */
+  walBytesPerRun: number;
+  /**
+   * Row writes per run of the hot tables (pg_stat_user_tables: inserts, updates, of them HOT, deletes): a HOT update
+   * changes no indexed column and writes no index entry.
+   */
+  tables: TableWrites;
 };
 
-/**
- * Adds `n` once-jobs to the database of `sql`, each with its run due now, or with `rate` (runs/s) the i-th due at
- * `leadMs` + i / rate seconds from now (a steady stream, as the full benchmark's steady workload).
- */
-async function addDueRuns(sql: Sql, n: number, rate: number | null, leadMs: number): Promise<void> {
-  // Due now, and their schedule says so: a claim then completes each job rather than plan a next occurrence.
-  const at = new Date().toISOString();
-  const schedule = { type: 'once', at };
-  await sql`insert into tenants (shard, id, name, created_at) values (chime_shard_of(${TENANT}::uuid), ${TENANT}, 'bench', now())`;
-  await sql`insert into jobs (shard, id, tenant_id, status, schedule, callback, retry, delivery_mode, overlap_policy, catch_up,
-                              jitter_ms, metadata, next_run_at, created_at, updated_at)
-            values (chime_shard_of(${TENANT}::uuid), ${TEMPLATE_JOB}, ${TENANT}, 'active', ${sql.json(schedule)},
-                    '{"url":"http://127.0.0.1:9/db-drain","method":"POST","headers":{},"timeoutMs":10000,"successStatusCodes":["2xx"]}',
-                    '{"strategy":"none"}', 'at-least-once', 'allow', 'latest', 0, '{}', ${at}, now(), now())`;
-  await sql`insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
-            values (chime_shard_of(${TENANT}::uuid), ${TEMPLATE_JOB}, ${TENANT}, ${TEMPLATE_JOB}, ${at}, 'schedule', 'canceled', null, now())`;
-  await cloneRows(sql, { schema: 'public', name: 'jobs' }, `t.id = '${TEMPLATE_JOB}'`, { id: `md5('j' || g)::uuid` }, 1, n);
-  await cloneRows(
-    sql,
-    { schema: 'public', name: 'runs' },
-    `t.id = '${TEMPLATE_JOB}'`,
-    {
-      id: `md5('r' || g)::uuid`,
-      job_id: `md5('j' || g)::uuid`,
-      status: `'scheduled'`,
-      scheduled_for:
-        rate === null ? 't.scheduled_for' : `t.scheduled_for + (${leadMs} + g * ${1000 / (rate ?? 1)}) * interval '1 millisecond'`,
-      next_attempt_at:
-        rate === null ? 't.scheduled_for' : `t.scheduled_for + (${leadMs} + g * ${1000 / (rate ?? 1)}) * interval '1 millisecond'`,
-    },
-    1,
-    n,
-  );
-  await sql.unsafe('vacuum analyze jobs, runs');
-}
+/** The tables whose row writes db-drain reports. */
+const HOT_PATH_TABLES = ['runs', 'jobs', 'attempts'];
 
 /**
  * @param deliverMs how long each delivery takes (0: answers at once); with the per-destination limit (16, one
@@ -130,6 +105,12 @@ async function drainOnce(
   const cpu0 = process.cpuUsage();
   const started = Date.now();
   const commits0 = Number(await commits());
+  const wal0 = await walPosition(sql);
+  // A backend flushes its table counters at the end of a transaction at least a second after its last flush: the
+  // loading's (this connection's) go in with the statement after the wait, before they are read.
+  await new Promise((r) => setTimeout(r, 1_100));
+  await sql`select 1`;
+  const writes0 = await tableWrites(sql, HOT_PATH_TABLES);
   await dispatcher.start();
   let left = n;
   let samples = 0;
@@ -152,6 +133,8 @@ async function drainOnce(
   // first reading's are taken out; the dispatcher's stop (nothing left to give back here) adds none.
   await new Promise((r) => setTimeout(r, 1_100));
   const committed = Number(await commits()) - commits0 - 2 * samples - 1;
+  const walBytes = await walBytesSince(sql, wal0);
+  const tables = writesPerRun(writes0, await tableWrites(sql, HOT_PATH_TABLES), HOT_PATH_TABLES, n);
   await sql.end();
   await factory.drop(name);
   if (left > 0) throw new Error(`${left} of ${n} runs not drained within ${CAP_MS} ms`);
@@ -161,6 +144,8 @@ async function drainOnce(
     dispatcherCpuPer1k: ((cpu.user + cpu.system) / 1e6 / n) * 1000,
     commitsPer1k: (committed / n) * 1000,
     statementsPer1k: (statements / n) * 1000,
+    walBytesPerRun: walBytes / n,
+    tables,
   };
 }
 
@@ -177,8 +162,7 @@ async function main(): Promise<void> {
   });
   // CI: small, once; a drain that does not finish throws (exit 1).
   if (values.quick) Object.assign(values, { runs: '1000', repeat: '1' });
-  const adminUrl = process.env.DATABASE_URL ?? process.env.TEST_DATABASE_URL;
-  if (!adminUrl) throw new Error('set DATABASE_URL (or TEST_DATABASE_URL) to a PostgreSQL where databases may be created');
+  const adminUrl = benchAdminUrl();
   const n = Number(values.runs);
   const repeat = Number(values.repeat);
   const deliverMs = Number(values['deliver-ms']);
@@ -210,11 +194,13 @@ async function main(): Promise<void> {
     dispatcherCpuPer1k: median(all.map((f) => f.dispatcherCpuPer1k)),
     commitsPer1k: median(all.map((f) => f.commitsPer1k)),
     statementsPer1k: median(all.map((f) => f.statementsPer1k)),
+    walBytesPerRun: median(all.map((f) => f.walBytesPerRun)),
+    tables: all[all.length >> 1]!.tables,
   };
   console.log(`db-drain median of ${all.length} × ${n.toLocaleString('en')} runs: ${fmt(med)}`);
 }
 
 const fmt = (f: Figures) =>
-  `${Math.round(f.runsPerSecond).toLocaleString('en')} runs/s, PostgreSQL ${f.pgCpuPer1k.toFixed(3)} CPU s per 1,000 runs, dispatcher ${f.dispatcherCpuPer1k.toFixed(3)}; per 1,000 runs ${Math.round(f.commitsPer1k)} transactions, ${Math.round(f.statementsPer1k)} statements`;
+  `${Math.round(f.runsPerSecond).toLocaleString('en')} runs/s, PostgreSQL ${f.pgCpuPer1k.toFixed(3)} CPU s per 1,000 runs, dispatcher ${f.dispatcherCpuPer1k.toFixed(3)}; per 1,000 runs ${Math.round(f.commitsPer1k)} transactions, ${Math.round(f.statementsPer1k)} statements; WAL ${Math.round(f.walBytesPerRun).toLocaleString('en')} bytes per run; per run ${formatWrites(f.tables)}`;
 
 await main();

@@ -5,15 +5,36 @@
  * end; and `cloneRows` to fill a table with millions of rows in SQL (`INSERT … SELECT … generate_series`).
  */
 import postgres from 'postgres';
+import { type CountedSql, statementsAvailable } from './db-work.ts';
 
 export type Sql = postgres.Sql;
 
 /** Longest wait for a database's clients to disconnect before it is dropped, in ms. */
 const DROP_WAIT_MS = 5_000;
 
+/** What every harness client is opened with: notices dropped, idle connections closed after 30 s. */
+const CLIENT_OPTIONS = { onnotice: () => {}, idle_timeout: 30 };
+
+/**
+ * The PostgreSQL where a benchmark may create and drop databases: DATABASE_URL, else TEST_DATABASE_URL.
+ * @throws Error naming both when neither is set
+ */
+export function benchAdminUrl(): string {
+  const url = process.env.DATABASE_URL ?? process.env.TEST_DATABASE_URL;
+  if (!url) throw new Error('set DATABASE_URL (or TEST_DATABASE_URL) to a PostgreSQL where databases may be created');
+  return url;
+}
+
 /** Opens a postgres.js client on `url` (one connection unless told). */
 export function connect(url: string, max = 1): Sql {
-  return postgres(url, { max, onnotice: () => {}, idle_timeout: 30 });
+  return postgres(url, { ...CLIENT_OPTIONS, max });
+}
+
+/** A one-connection client on `url` that counts the statements it sends (the harness's own, for `db-work.ts`). */
+export function connectCounted(url: string): CountedSql {
+  let n = 0;
+  const sql = postgres(url, { ...CLIENT_OPTIONS, max: 1, debug: () => void n++ });
+  return { sql, statements: () => n };
 }
 
 /** `url` with its database name replaced by `name`. */
@@ -31,9 +52,21 @@ export class DatabaseFactory {
   private readonly admin: Sql;
   private readonly created = new Set<string>();
   private n = 0;
+  private statements: Promise<boolean> | null = null;
 
   constructor(readonly adminUrl: string) {
     this.admin = connect(adminUrl);
+  }
+
+  /** The connection to the admin database (server-wide readings: db-work.ts). */
+  get adminSql(): Sql {
+    return this.admin;
+  }
+
+  /** Whether pg_stat_statements is loaded on the server (read once; db-work.ts). */
+  statementsAvailable(): Promise<boolean> {
+    this.statements ??= statementsAvailable(this.admin);
+    return this.statements;
   }
 
   /**

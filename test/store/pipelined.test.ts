@@ -1,12 +1,14 @@
 /**
- * `pipelined` (src/store/db.ts), the one way Chime sends planner settings: the settings are in force for exactly the
- * statements given (the claim's and the finish's plans depend on it) and put back to what they were after them, so a
- * statement added later to the transaction does not inherit them; the statements run in the order given whatever
- * their kind; a failure of any fails the whole without an unhandled rejection.
+ * `pipelined` and `planTransaction` (src/store/db.ts), the ways Chime sends planner settings. `pipelined`: the settings
+ * are in force for exactly the statements given (the finish's plan depends on it) and put back to what they were after
+ * them, so a statement added later to the transaction does not inherit them; the statements run in the order given
+ * whatever their kind; a failure of any fails the whole without an unhandled rejection. `planTransaction` (the claim's):
+ * the settings hold for every later statement of the transaction, a `pipelined` group's own plan is put back to them,
+ * and they end with the transaction.
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pipelined, query, queryPlanned } from '../../src/store/db.ts';
+import { pipelined, planTransaction, query, queryPlanned } from '../../src/store/db.ts';
 import { CLAIM_PLAN } from '../../src/store/queue/claim-runs.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { openTestStore, type TestStore } from '../support/store.ts';
@@ -68,5 +70,19 @@ describe.each(DATABASE_TARGETS)('pipelined on $kind', (target) => {
         queryPlanned(tx, { "enable_sort', 'off', true); drop table runs; --": 'off' } as never, sql`select 1`),
       ),
     ).rejects.toThrow(TypeError);
+  });
+
+  it('planTransaction: the settings hold for the rest of the transaction, through a group with its own, and end with it', async () => {
+    const [first, afterGroup] = await store.database.db.transaction(async (tx) => {
+      const [, rows] = await Promise.all([planTransaction(tx, CLAIM_PLAN), query<Settings>(tx, SETTINGS)]);
+      await queryPlanned(tx, { enable_sort: 'on', enable_hashjoin: 'on' }, sql`select 1`);
+      return [rows, await query<Settings>(tx, SETTINGS)];
+    });
+    expect(first).toEqual([{ sort: 'off', hashjoin: 'off' }]);
+    expect(afterGroup).toEqual([{ sort: 'off', hashjoin: 'off' }]);
+    expect(await store.database.db.transaction((tx) => query<Settings>(tx, SETTINGS))).toEqual([{ sort: 'on', hashjoin: 'on' }]);
+    expect(() => planTransaction(store.database.db, { "enable_sort', 'off', true); drop table runs; --": 'off' } as never)).toThrow(
+      TypeError,
+    );
   });
 });

@@ -143,6 +143,10 @@ export function testJobSpec(nowMs: number, o: JobSpecInput = {}): JobSpec {
     catchUp: o.catchUp ?? 'one',
     jitterMs: o.jitterMs ?? 0,
     metadata: o.metadata ?? {},
+    calendar: o.calendar ?? null,
+    maxRuns: o.maxRuns ?? null,
+    jitterMode: o.jitterMode ?? 'stable',
+    then: o.then ?? null,
   };
 }
 

@@ -13,7 +13,7 @@ import type { ChimeClient, ChimeClientOptions } from './surface.ts';
 
 export type { ChimeClient, ChimeClientOptions, IdempotencyOptions } from './surface.ts';
 
-import type { FlowControl, Job, JobListQuery, NotificationDelivery, Run, RunListQuery } from './types.ts';
+import type { Calendar, FlowControl, Job, JobListQuery, NotificationDelivery, Run, RunListQuery } from './types.ts';
 
 type ApiResult<T> = { data?: T; error?: unknown; response: Response };
 
@@ -127,6 +127,10 @@ export function createChimeClient(options: ChimeClientOptions): ChimeClient {
         ),
       pause: (jobId) => setPaused(jobId, true),
       resume: (jobId) => setPaused(jobId, false),
+      backfill: (jobId, input) =>
+        send('POST /v1/jobs/{jobId}/backfill', () =>
+          raw.POST('/v1/jobs/{jobId}/backfill', { params: { path: { jobId: param('jobId', jobId) } }, body: input }),
+        ),
       trigger: (jobId, opts = {}) =>
         send('POST /v1/jobs/{jobId}/trigger', () =>
           raw.POST('/v1/jobs/{jobId}/trigger', {
@@ -246,6 +250,20 @@ export function createChimeClient(options: ChimeClientOptions): ChimeClient {
         await send('DELETE /v1/flow-controls/{key}', () =>
           raw.DELETE('/v1/flow-controls/{key}', { params: { path: { key: param('key', key) } } }),
         );
+      },
+    },
+    calendars: {
+      put: (key, input) =>
+        send('PUT /v1/calendars/{key}', () =>
+          raw.PUT('/v1/calendars/{key}', { params: { path: { key: param('key', key) } }, body: input }),
+        ),
+      get: (key) => send('GET /v1/calendars/{key}', () => raw.GET('/v1/calendars/{key}', { params: { path: { key: param('key', key) } } })),
+      list: (query = {}) =>
+        paged<Calendar, 'calendars'>('GET /v1/calendars', 'calendars', query.cursor, (cursor) =>
+          raw.GET('/v1/calendars', { params: { query: { ...query, cursor } } }),
+        ),
+      delete: async (key) => {
+        await send('DELETE /v1/calendars/{key}', () => raw.DELETE('/v1/calendars/{key}', { params: { path: { key: param('key', key) } } }));
       },
     },
     tenants: {

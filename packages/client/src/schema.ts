@@ -1428,6 +1428,87 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{jobId}/backfill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Runs for a job's past occurrences that have none
+         * @description A run (trigger `backfill`, `scheduledFor` the occurrence) for each occurrence of the job in [from, to), as its calendar makes it fire, that has no run yet, oldest first, at most `limit` per call: a second call for the same range creates nothing. Sent now, under the job's overlap policy: with `skip` or `buffer-one` one after another. A range of more than 10000 occurrences is refused.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    jobId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["BackfillInput"];
+                };
+            };
+            responses: {
+                /** @description The runs created */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["BackfillResult"];
+                    };
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Conflict */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/schedules/preview": {
         parameters: {
             query?: never;
@@ -1437,7 +1518,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The next occurrences of a schedule (no job made) */
+        /**
+         * The next occurrences of a schedule (no job made)
+         * @description With `calendar`, the occurrences are where they fire under it, and `calendar` in the answer lists the occurrences it moved (`firesAt`) or skipped (`firesAt: null`) up to the last one shown.
+         */
         post: {
             parameters: {
                 query?: never;
@@ -1449,6 +1533,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         schedule: components["schemas"]["Schedule"];
+                        calendar?: components["schemas"]["CalendarRef"];
                         /** @default 10 */
                         count?: number;
                     };
@@ -1463,6 +1548,10 @@ export interface paths {
                     content: {
                         "application/json": {
                             occurrences: string[];
+                            calendar?: {
+                                occurrence: string;
+                                firesAt: string | null;
+                            }[];
                         };
                     };
                 };
@@ -2367,6 +2456,244 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/calendars/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A calendar */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The calendar */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Calendar"];
+                    };
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        /**
+         * Create or replace a calendar
+         * @description An occurrence of a job naming this calendar that falls on a weekend day or holiday (in the calendar's time zone) is skipped or moved to the next or previous business day, as the job says. A change re-plans the pending run of every active job that uses it.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["CalendarInput"];
+                };
+            };
+            responses: {
+                /** @description Replaced */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Calendar"];
+                    };
+                };
+                /** @description Created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Calendar"];
+                    };
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Delete a calendar (refused with 409 while open jobs use it) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Deleted */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Conflict */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/calendars": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's calendars, by key */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    /** @description The last key of the previous page */
+                    cursor?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of calendars */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            calendars: components["schemas"]["Calendar"][];
+                            nextCursor: string | null;
+                        };
+                    };
+                };
+                /** @description The request is invalid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{jobId}/result-deliveries": {
         parameters: {
             query?: never;
@@ -2452,7 +2779,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    action?: "job.created" | "job.updated" | "job.replaced" | "job.paused" | "job.resumed" | "job.canceled" | "job.triggered" | "jobs.bulk" | "run.replayed" | "dead_letter.dismissed" | "api_key.created" | "api_key.revoked" | "signing_secret.rotated" | "notification_endpoint.created" | "notification_endpoint.deleted" | "tenant.created" | "tenant.suspended" | "tenant.resumed" | "tenant.quotas_changed" | "flow_control.created" | "flow_control.updated" | "flow_control.deleted";
+                    action?: "job.created" | "job.updated" | "job.replaced" | "job.paused" | "job.resumed" | "job.canceled" | "job.triggered" | "job.backfilled" | "jobs.bulk" | "run.replayed" | "dead_letter.dismissed" | "api_key.created" | "api_key.revoked" | "signing_secret.rotated" | "notification_endpoint.created" | "notification_endpoint.deleted" | "tenant.created" | "tenant.suspended" | "tenant.resumed" | "tenant.quotas_changed" | "flow_control.created" | "flow_control.updated" | "flow_control.deleted" | "calendar.created" | "calendar.updated" | "calendar.deleted";
                     keyId?: string;
                     /** @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied */
                     since?: string;
@@ -2955,7 +3282,7 @@ export interface components {
             /** @enum {string} */
             deliveryMode: "at-least-once" | "at-most-once";
             /** @enum {string} */
-            overlapPolicy: "allow" | "skip";
+            overlapPolicy: "allow" | "skip" | "buffer-one";
             /** @enum {string} */
             catchUp: "one" | "all" | "none";
             jitterMs: number;
@@ -2968,6 +3295,20 @@ export interface components {
             onFailure: {
                 url: string;
             } | null;
+            calendar: {
+                key: string;
+                /** @enum {string} */
+                roll: "skip" | "next" | "previous";
+            } | null;
+            maxRuns: number | null;
+            scheduledRuns: number;
+            /** @enum {string} */
+            jitterMode: "stable" | "random" | "spread";
+            then: {
+                jobId: string;
+                /** @enum {string} */
+                on: "succeeded" | "failed" | "finished";
+            }[] | null;
             completion: {
                 /** @enum {string} */
                 mode: "response" | "async";
@@ -3030,6 +3371,57 @@ export interface components {
              * @example 2026-12-01T09:00:00.000Z
              */
             endAt?: string;
+        } | {
+            /** @enum {string} */
+            type: "union";
+            schedules: ({
+                /** @enum {string} */
+                type: "once";
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied
+                 * @example 2026-12-01T09:00:00.000Z
+                 */
+                at: string;
+            } | {
+                /** @enum {string} */
+                type: "interval";
+                everyMs: number;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied
+                 * @example 2026-12-01T09:00:00.000Z
+                 */
+                startAt?: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied
+                 * @example 2026-12-01T09:00:00.000Z
+                 */
+                endAt?: string;
+            } | {
+                /** @enum {string} */
+                type: "dates";
+                dates: string[];
+            } | {
+                /** @enum {string} */
+                type: "cron";
+                /** @description 5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or a macro (@daily…) */
+                expression: string;
+                timezone?: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied
+                 * @example 2026-12-01T09:00:00.000Z
+                 */
+                startAt?: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 with an offset, within 0001-01-01T00:00:00.000Z..9999-12-31T23:59:59.999Z once the offset is applied
+                 * @example 2026-12-01T09:00:00.000Z
+                 */
+                endAt?: string;
+            })[];
         };
         /** @description strategy exponential | linear | fixed | schedule | none. `schedule`: retry n waits `delaysMs[n−1]`, maxAttempts is delaysMs.length + 1, no jitter unless `jitter: true`; a Retry-After still raises a wait (up to maxDelayMs). */
         RetryPolicy: {
@@ -3100,7 +3492,7 @@ export interface components {
             /** @enum {string} */
             deliveryMode?: "at-least-once" | "at-most-once";
             /** @enum {string} */
-            overlapPolicy?: "allow" | "skip";
+            overlapPolicy?: "allow" | "skip" | "buffer-one";
             /** @enum {string} */
             catchUp?: "one" | "all" | "none";
             jitterMs?: number;
@@ -3109,6 +3501,11 @@ export interface components {
             completion?: components["schemas"]["Completion"];
             onSuccess?: components["schemas"]["ResultRoute"];
             onFailure?: components["schemas"]["ResultRoute"];
+            calendar?: components["schemas"]["CalendarRef"];
+            maxRuns?: number | null;
+            /** @enum {string} */
+            jitterMode?: "stable" | "random" | "spread";
+            then?: components["schemas"]["Then"];
             metadata?: {
                 [key: string]: string;
             };
@@ -3179,6 +3576,19 @@ export interface components {
         ResultRoute: {
             url: string;
         } | null;
+        /** @description An occurrence on a weekend day or holiday of the calendar (in the calendar's time zone) is skipped (a `skipped` run, error `calendar`) or moved to the next / previous business day at the same local time. */
+        CalendarRef: {
+            key: string;
+            /** @enum {string} */
+            roll: "skip" | "next" | "previous";
+        } | null;
+        /** @description At most 10 links; a chain that comes back to a job already in it is refused. */
+        Then: {
+            /** Format: uuid */
+            jobId: string;
+            /** @enum {string} */
+            on: "succeeded" | "failed" | "finished";
+        }[] | null;
         Run: {
             /** Format: uuid */
             runId: string;
@@ -3186,7 +3596,7 @@ export interface components {
             jobId: string;
             scheduledFor: string;
             /** @enum {string} */
-            trigger: "schedule" | "manual" | "replay" | "notification" | "result";
+            trigger: "schedule" | "manual" | "replay" | "notification" | "result" | "backfill" | "chain";
             /** @enum {string} */
             status: "scheduled" | "running" | "retrying" | "succeeded" | "failed" | "expired" | "skipped" | "canceled";
             attempts: number;
@@ -3263,7 +3673,7 @@ export interface components {
             /** @enum {string} */
             deliveryMode?: "at-least-once" | "at-most-once";
             /** @enum {string} */
-            overlapPolicy?: "allow" | "skip";
+            overlapPolicy?: "allow" | "skip" | "buffer-one";
             /** @enum {string} */
             catchUp?: "one" | "all" | "none";
             jitterMs?: number;
@@ -3271,9 +3681,38 @@ export interface components {
             completion?: components["schemas"]["Completion"];
             onSuccess?: components["schemas"]["ResultRoute"];
             onFailure?: components["schemas"]["ResultRoute"];
+            calendar?: components["schemas"]["CalendarRef"];
+            maxRuns?: number | null;
+            /** @enum {string} */
+            jitterMode?: "stable" | "random" | "spread";
+            then?: components["schemas"]["Then"];
             metadata?: {
                 [key: string]: string;
             };
+        };
+        BackfillResult: {
+            /** @description Runs created by this call */
+            created: number;
+            /** @description Their ids, oldest occurrence first */
+            runIds: string[];
+            /** @description Occurrences of the range still without a run: call again for them */
+            remaining: number;
+        };
+        BackfillInput: {
+            /**
+             * Format: date-time
+             * @description The first instant of the range (inclusive)
+             * @example 2026-12-01T09:00:00.000Z
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description The end of the range (exclusive), not after now
+             * @example 2026-12-01T09:00:00.000Z
+             */
+            to: string;
+            /** @description Most runs this call creates (default 100) */
+            limit?: number;
         };
         Attempt: {
             attempt: number;
@@ -3386,6 +3825,26 @@ export interface components {
             parallelism?: number;
             paused?: boolean;
         };
+        Calendar: {
+            key: string;
+            name: string | null;
+            timezone: string;
+            weekendDays: number[];
+            holidays: string[];
+            /** @description Open jobs (active or paused) that use it */
+            jobs: number;
+            createdAt: string;
+            updatedAt: string;
+        };
+        /** @description Replaces the calendar: what is absent is the default (no name, weekend [0, 6]) */
+        CalendarInput: {
+            name?: string;
+            timezone: string;
+            /** @description Days of the week that are not business days, 0 = Sunday … 6 = Saturday; default [0, 6] */
+            weekendDays?: number[];
+            /** @description Local dates (YYYY-MM-DD), at most 1000 */
+            holidays: string[];
+        };
         ResultDelivery: {
             /** Format: uuid */
             deliveryId: string;
@@ -3422,7 +3881,7 @@ export interface components {
                 reason: string;
             };
             /** @enum {string} */
-            action: "job.created" | "job.updated" | "job.replaced" | "job.paused" | "job.resumed" | "job.canceled" | "job.triggered" | "jobs.bulk" | "run.replayed" | "dead_letter.dismissed" | "api_key.created" | "api_key.revoked" | "signing_secret.rotated" | "notification_endpoint.created" | "notification_endpoint.deleted" | "tenant.created" | "tenant.suspended" | "tenant.resumed" | "tenant.quotas_changed" | "flow_control.created" | "flow_control.updated" | "flow_control.deleted";
+            action: "job.created" | "job.updated" | "job.replaced" | "job.paused" | "job.resumed" | "job.canceled" | "job.triggered" | "job.backfilled" | "jobs.bulk" | "run.replayed" | "dead_letter.dismissed" | "api_key.created" | "api_key.revoked" | "signing_secret.rotated" | "notification_endpoint.created" | "notification_endpoint.deleted" | "tenant.created" | "tenant.suspended" | "tenant.resumed" | "tenant.quotas_changed" | "flow_control.created" | "flow_control.updated" | "flow_control.deleted" | "calendar.created" | "calendar.updated" | "calendar.deleted";
             target: {
                 type: string;
                 id: string;

@@ -9,9 +9,13 @@ import type { paths } from './schema.ts';
 import type {
   ApiKey,
   ApiKeyInput,
+  BackfillInput,
+  BackfillResult,
   BatchResult,
   BulkAction,
   BulkActionResult,
+  Calendar,
+  CalendarInput,
   CallerTenant,
   CompletionReport,
   CreatedApiKey,
@@ -120,6 +124,12 @@ export interface ChimeClient {
      * @throws ChimeError 404, 409 (canceled job, or the key used for another request)
      */
     trigger(jobId: string, options?: IdempotencyOptions): Promise<TriggerResult>;
+    /**
+     * `POST /v1/jobs/:jobId/backfill`: a run for each occurrence in [from, to) that has none yet, oldest first, at most
+     * `limit` (default 100); call again while `remaining` > 0. A repeat of the same range makes nothing new.
+     * @throws ChimeError 400 (a bad range), 404, 409 (canceled job)
+     */
+    backfill(jobId: string, input: BackfillInput): Promise<BackfillResult>;
     /**
      * `DELETE /v1/jobs/:jobId`: cancels the job (status `canceled`) and its runs not yet started; history is kept.
      * @throws ChimeError 404
@@ -270,6 +280,26 @@ export interface ChimeClient {
     /**
      * `DELETE /v1/flow-controls/:key`.
      * @throws ChimeError 404, 409 (open jobs name it)
+     */
+    delete(key: string): Promise<void>;
+  };
+  calendars: {
+    /**
+     * `PUT /v1/calendars/:key`: creates the calendar, or replaces it; the jobs using it are re-planned. Jobs name it
+     * with `calendar: { key, roll }`.
+     * @throws ChimeError 400 (an unknown time zone, a date that does not exist, a bad key)
+     */
+    put(key: string, input: CalendarInput): Promise<Calendar>;
+    /**
+     * `GET /v1/calendars/:key`.
+     * @throws ChimeError 404
+     */
+    get(key: string): Promise<Calendar>;
+    /** `GET /v1/calendars`: the tenant's calendars by key, over all pages. */
+    list(query?: PageQuery): Paginator<Calendar>;
+    /**
+     * `DELETE /v1/calendars/:key`.
+     * @throws ChimeError 404, 409 (open jobs use it)
      */
     delete(key: string): Promise<void>;
   };

@@ -85,6 +85,14 @@ export type NotificationDelivery = Schemas['NotificationDelivery'];
 export type FlowControl = Schemas['FlowControl'];
 /** A flow control's settings, as `PUT /v1/flow-controls/:key` takes them (what is absent is none). */
 export type FlowControlInput = Schemas['FlowControlInput'];
+/** A calendar: business days in its time zone (API.md "Richer schedules"). */
+export type Calendar = Schemas['Calendar'];
+/** A calendar as `PUT /v1/calendars/:key` takes it (what is absent is the default). */
+export type CalendarInput = Schemas['CalendarInput'];
+/** What `POST /v1/jobs/:jobId/backfill` takes: the range [from, to) and at most how many runs to make. */
+export type BackfillInput = { from: string; to: string; limit?: number };
+/** What a backfill made: `created` runs (`runIds`), and how many occurrences of the range still have none. */
+export type BackfillResult = { created: number; runIds: string[]; remaining: number };
 export type EventType = NotificationEndpoint['events'][number];
 /** A run's result posted to its job's `onSuccess` / `onFailure` (`GET /v1/jobs/:jobId/result-deliveries`). */
 export type ResultDelivery = Schemas['ResultDelivery'];

@@ -5,13 +5,14 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, inArray } from 'drizzle-orm';
 import type { JobSpec } from '../../domain/job.ts';
+import { calendarsByKey } from '../../store/calendars.ts';
 import type { Db } from '../../store/db.ts';
 import { missingFlowControls } from '../../store/flow-controls.ts';
 import { activeJobsRoom, createJobs, JobKeyTakenError, QuotaExceededError } from '../../store/jobs.ts';
 import { jobs } from '../../store/schema.ts';
 import { ofTenant } from '../../store/tenant-scope.ts';
 import type { AppEnv } from '../env.ts';
-import { flowControlMissing, jobBodyErrors, resolveOncePerHost, toJobSpec } from '../job-input.ts';
+import { calendarMissing, chainErrors, flowControlMissing, jobBodyErrors, resolveOncePerHost, toJobSpec } from '../job-input.ts';
 import { unstorableFields } from '../json-guard.ts';
 import { ApiError, problemBody } from '../problems.ts';
 import { JobBodySchema, JobSchema, ProblemSchema } from '../schemas.ts';
@@ -107,6 +108,35 @@ export function batchRoutes(): OpenAPIHono<AppEnv> {
           if (valid[i]!.spec.key !== null) keys.delete(valid[i]!.spec.key!);
           valid.splice(i, 1);
         }
+      }
+      // Calendars named by the valid items, likewise.
+      const calendarKeys = valid.map((v) => v.spec.calendar?.key).filter((k): k is string => Boolean(k));
+      const calendars = calendarKeys.length > 0 ? await calendarsByKey(deps.store.db, tenantId, calendarKeys) : new Map();
+      for (let i = valid.length - 1; i >= 0 && calendarKeys.length > 0; i--) {
+        const key = valid[i]!.spec.calendar?.key;
+        if (key && !calendars.has(key)) {
+          const errors = [calendarMissing(key)];
+          results[valid[i]!.index] = { status: 400, problem: problem('validation', `${errors[0]!.path}: ${errors[0]!.message}`, errors) };
+          if (valid[i]!.spec.key !== null) keys.delete(valid[i]!.spec.key!);
+          valid.splice(i, 1);
+        }
+      }
+      // The jobs the items' chains name, checked in one read: a link to no usable job of the tenant is a 400. New jobs
+      // close no cycle (no link can name them yet).
+      const chains = await chainErrors(
+        deps,
+        tenantId,
+        valid.map((v) => ({ links: v.spec.then, owner: null })),
+      );
+      for (let i = valid.length - 1; i >= 0; i--) {
+        const errors = chains[i]!;
+        if (errors.length === 0) continue;
+        results[valid[i]!.index] = {
+          status: 400,
+          problem: problem('validation', errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors),
+        };
+        if (valid[i]!.spec.key !== null) keys.delete(valid[i]!.spec.key!);
+        valid.splice(i, 1);
       }
       if (keys.size > 0) {
         const taken = await deps.store.db

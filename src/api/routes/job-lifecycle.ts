@@ -4,11 +4,12 @@
  */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
+import type { CalendarRoll } from '../../domain/calendar.ts';
 import { normalizeCompletion } from '../../domain/completion.ts';
 import { isUuid } from '../../domain/ids.ts';
-import { normalizeSchedule } from '../../domain/schedule.ts';
+import { normalizeSchedule, type Schedule } from '../../domain/schedule.ts';
 import type { RunTrigger } from '../../domain/states.ts';
-import { CATCH_UP_POLICIES, DELIVERY_MODES, OVERLAP_POLICIES } from '../../domain/states.ts';
+import { CATCH_UP_POLICIES, DELIVERY_MODES, JITTER_MODES, OVERLAP_POLICIES } from '../../domain/states.ts';
 import { sha256Hex } from '../../store/credentials.ts';
 import { triggerRunIdempotently } from '../../store/idempotency.ts';
 import { cancelJob, type JobChanges, triggerRun, updateJob } from '../../store/job-lifecycle.ts';
@@ -16,11 +17,12 @@ import { createJob, getJobByKey, JobKeyTakenError } from '../../store/jobs.ts';
 import { getRun } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
 import { everyFieldHook } from '../every-field-hook.ts';
-import { assertFlowControlExists, fieldOf, jobRuleErrors, toJobSpec } from '../job-input.ts';
+import { assertCalendarExists, assertChainAllowed, assertFlowControlExists, fieldOf, jobRuleErrors, toJobSpec } from '../job-input.ts';
 import { patchedCallback, patchedRequestBody, patchedRetry, patchRuleErrors } from '../job-patch.ts';
 import { emptyBody } from '../json-guard.ts';
 import { ApiError, type FieldError, validationError } from '../problems.ts';
 import {
+  CalendarRefSchema,
   CallbackBodySchema,
   CallbackPatchSchema,
   CompletionSchema,
@@ -33,9 +35,11 @@ import {
   MAX_METADATA_PAIRS,
   MAX_PAUSE_AFTER_FAILURES,
   MAX_RELEVANCY_WINDOW_MS,
+  MAX_RUNS,
   ResultRouteSchema,
   RetryFieldsSchema,
   ScheduleSchema,
+  ThenSchema,
 } from '../schemas.ts';
 import { jobView } from '../views.ts';
 import { creationLimits, problemResponses } from './common.ts';
@@ -63,6 +67,13 @@ const JobPatchSchema = z
     /** null: no longer routed. */
     onSuccess: ResultRouteSchema.nullable().optional(),
     onFailure: ResultRouteSchema.nullable().optional(),
+    /** null: no calendar. Re-plans the pending occurrence. */
+    calendar: CalendarRefSchema.nullable().optional(),
+    /** null: no limit. A limit at or below the scheduled runs made so far completes the job. */
+    maxRuns: z.number().int().min(1).max(MAX_RUNS).nullable().optional(),
+    jitterMode: z.enum(JITTER_MODES).optional(),
+    /** null: no chain. */
+    then: ThenSchema.nullable().optional(),
     metadata: z
       .record(z.string().min(1).max(64), z.string().max(512))
       .refine((m) => Object.keys(m).length <= MAX_METADATA_PAIRS, `at most ${MAX_METADATA_PAIRS} pairs`)
@@ -122,10 +133,29 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
         'pauseAfterFailures',
         'onSuccess',
         'onFailure',
+        'calendar',
+        'maxRuns',
+        'jitterMode',
       ] as const) {
         if (body[k] !== undefined) (changes as Record<string, unknown>)[k] = body[k];
       }
+      if (body.then !== undefined) changes.then = body.then?.length ? body.then : null;
       await assertFlowControlExists(deps, c.var.tenantId, changes.flowControlKey);
+      await assertCalendarExists(
+        deps,
+        c.var.tenantId,
+        changes.calendar === undefined
+          ? job.calendarKey
+            ? { key: job.calendarKey, roll: job.calendarRoll as CalendarRoll }
+            : null
+          : changes.calendar,
+        (changes.schedule ?? job.schedule) as Schedule,
+        now,
+      );
+      await assertChainAllowed(deps, c.var.tenantId, changes.then, {
+        id: job.id,
+        name: changes.name !== undefined ? changes.name : job.name,
+      });
       const updated = await updateJob(deps.store, c.var.tenantId, job.id, changes);
       return c.json(jobView(updated!), 200);
     },
@@ -209,9 +239,11 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
       const now = deps.store.clock.now();
       const spec = await toJobSpec({ ...body, key }, deps, now, keyMismatch(body.key, key));
       await assertFlowControlExists(deps, c.var.tenantId, spec.flowControlKey);
+      await assertCalendarExists(deps, c.var.tenantId, spec.calendar, spec.schedule, now);
       for (let attempt = 0; attempt < 2; attempt++) {
         const existing = await getJobByKey(deps.store, c.var.tenantId, key);
         if (existing) {
+          await assertChainAllowed(deps, c.var.tenantId, spec.then, { id: existing.id, name: spec.name });
           const { key: _k, authToken, ...fields } = spec;
           const updated = await updateJob(
             deps.store,
@@ -222,6 +254,7 @@ export function jobLifecycleRoutes(): OpenAPIHono<AppEnv> {
           );
           return c.json(jobView(updated!), 200);
         }
+        await assertChainAllowed(deps, c.var.tenantId, spec.then, null);
         try {
           return c.json(jobView(await createJob(deps.store, c.var.tenantId, spec, now, creationLimits(deps, c.var.quotas))), 201);
         } catch (err) {

@@ -8,7 +8,7 @@ import { createJob, getJob, getJobByKey, listJobs } from '../../store/jobs.ts';
 import { listRuns } from '../../store/runs.ts';
 import type { AppEnv } from '../env.ts';
 import { everyFieldHook } from '../every-field-hook.ts';
-import { assertFlowControlExists, jobRuleErrors, toJobSpec } from '../job-input.ts';
+import { assertCalendarExists, assertChainAllowed, assertFlowControlExists, jobRuleErrors, toJobSpec } from '../job-input.ts';
 import { metadataFilter, parseMetadataFilter, SearchQueryField } from '../job-search.ts';
 import { ApiError, schemaFieldErrors, validationError } from '../problems.ts';
 import { IdempotencyKeyHeaders, JobBodySchema, JobKeySchema, JobSchema, PageQuery, RunSchema } from '../schemas.ts';
@@ -44,6 +44,8 @@ export function jobRoutes(): OpenAPIHono<AppEnv> {
       const body = c.req.valid('json');
       const spec = await toJobSpec(body, deps, now);
       await assertFlowControlExists(deps, c.var.tenantId, spec.flowControlKey);
+      await assertCalendarExists(deps, c.var.tenantId, spec.calendar, spec.schedule, now);
+      await assertChainAllowed(deps, c.var.tenantId, spec.then, null);
       const idempotencyKey = c.req.valid('header')['idempotency-key'];
       if (idempotencyKey) {
         const r = await createJobIdempotently(

@@ -9,6 +9,7 @@ import { useEffect } from 'preact/hooks';
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { setIcon } from './icon.ts';
 import { AuditPage } from './pages/audit.tsx';
+import { CalendarsPage } from './pages/calendars.tsx';
 import { DeadLettersPage } from './pages/dead-letters.tsx';
 import { FlowControlsPage } from './pages/flow-controls.tsx';
 import { JobPage } from './pages/job.tsx';
@@ -28,6 +29,7 @@ const NAV = [
   ['/console/dead-letters', 'Dead letters', 'runs:read'],
   ['/console/usage', 'Usage', 'usage:read'],
   ['/console/flow-controls', 'Flow controls', 'flow-controls:manage'],
+  ['/console/calendars', 'Calendars', 'calendars:manage'],
   ['/console/keys', 'Keys and secrets', 'keys:manage'],
   ['/console/audit', 'Audit log', 'audit:read'],
 ] as const;
@@ -68,6 +70,7 @@ function Layout() {
           <Route path="/console/usage" component={UsagePage} />
           <Route path="/console/audit" component={AuditPage} />
           <Route path="/console/flow-controls" component={FlowControlsPage} />
+          <Route path="/console/calendars" component={CalendarsPage} />
           <Route path="/console" component={ToJobs} />
           <Route default component={NotFoundPage} />
         </Router>

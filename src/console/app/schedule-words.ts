@@ -48,6 +48,8 @@ function commonCron(expr: string): string | null {
   if (expr === '@daily' || expr === '@midnight') return 'Every day at 00:00';
   if (expr === '@hourly') return 'Every hour';
   const f = expr.split(/\s+/);
+  // Seconds first: at second 0, the same words as the 5 fields after it; any other second is cronstrue's.
+  if (f.length === 6 && f[0] === '0') return commonCron(f.slice(1).join(' '));
   if (f.length !== 5) return null;
   const [min, hour, dom, mon, dow] = f as [string, string, string, string, string];
   const num = (s: string, max: number) => (/^\d{1,2}$/.test(s) && Number(s) <= max ? Number(s) : null);
@@ -83,7 +85,10 @@ function range(startAt: string | undefined, endAt: string | undefined): string {
   return `${startAt ? ` from ${when(startAt)}` : ''}${endAt ? ` until ${when(endAt)}` : ''}`;
 }
 
-/** A schedule in English: "Every day at 09:00 (Europe/Paris)", "Once at …", "Every 30 minutes from … until …", "On 3 dates". */
+/**
+ * A schedule in English: "Every day at 09:00 (Europe/Paris)", "Once at …", "Every 30 minutes from … until …",
+ * "On 3 dates", "Each of: Every day at 09:00 (UTC); On 3 dates".
+ */
 export function describeSchedule(schedule: AnySchedule): string {
   switch (schedule.type) {
     case 'once':
@@ -99,6 +104,8 @@ export function describeSchedule(schedule: AnySchedule): string {
       return schedule.dates.length === 1 ? `On ${when(schedule.dates[0]!)}` : `On ${schedule.dates.length} dates`;
     case 'cron':
       return `${describeCron(schedule.expression)} (${schedule.timezone ?? 'UTC'})${range(schedule.startAt, schedule.endAt)}`;
+    case 'union':
+      return `Each of: ${schedule.schedules.map((m) => describeSchedule(m)).join('; ')}`;
   }
 }
 

@@ -15,6 +15,7 @@ import type { ClaimedRun } from '../../domain/claimed-run.ts';
 import type { Clock } from '../../domain/clock.ts';
 import { destinationOf, destinationPatternOf } from '../../domain/destination.ts';
 import { Limiter } from '../limiter.ts';
+import { COALESCE_MS, createDueTimer } from './due-timer.ts';
 
 export type RunQueueOptions = {
   /** Most runs held at once (waiting, queued and in flight). */
@@ -34,6 +35,11 @@ export type RunQueueOptions = {
   backlog: number;
   /** How soon a held run should start, in ms (the claim's lookahead); default 0: no backlog beyond the limit. */
   soonMs?: number;
+  /**
+   * Runs due within the same slot of this many ms fire from one timer wake-up, at the slot's end (never before their
+   * time: due-timer.ts); default COALESCE_MS; 1: a wake-up per distinct due millisecond.
+   */
+  coalesceMs?: number;
 };
 
 export type RunQueueDeps = {
@@ -98,7 +104,7 @@ export function createRunQueue(deps: RunQueueDeps): RunQueue {
   const { clock, options: o } = deps;
   const limits = new AdaptiveLimits(clock, { max: o.perDestination, adaptive: o.adaptive ?? false });
   const limiter = new Limiter((destination) => limits.limitOf(destination));
-  const untilDue = untilDueBy(clock);
+  const { untilDue } = createDueTimer(clock, o.coalesceMs ?? COALESCE_MS);
   const entries = new Map<string, Entry>();
   /** Runs held per destination (waiting, queued, in flight), counted per spelling (`destinationPatternOf`) of their URLs. */
   const heldByDestination = new Map<string, Map<string, number>>();
@@ -210,12 +216,5 @@ export function createRunQueue(deps: RunQueueDeps): RunQueue {
     async drained() {
       while (entries.size > 0) await Promise.all([...entries.values()].map((e) => e.done));
     },
-  };
-}
-
-/** Resolves at `dueAtMs` by `clock` (a runtime timer may fire a little early by the wall clock: it sleeps again). */
-function untilDueBy(clock: Clock): (dueAtMs: number) => Promise<void> {
-  return async function untilDue(dueAtMs) {
-    for (let left = dueAtMs - clock.now(); left > 0; left = dueAtMs - clock.now()) await clock.sleep(left);
   };
 }

@@ -14,7 +14,7 @@
 import { sql } from 'drizzle-orm';
 import { type FlowCandidate, grantStarts, rateLogOf } from '../../domain/flow-control.ts';
 import { RUN_TRIGGER } from '../../domain/states.ts';
-import { type Executor, query } from '../db.ts';
+import { type Executor, epochMs, query } from '../db.ts';
 
 type FlowRow = {
   id: string;
@@ -31,8 +31,6 @@ type CandidateRow = { id: string; next_attempt_at: Date | string; scheduled_for:
 
 /** A run granted a start: the claim statement leases it (`flowDue`). */
 export type FlowGranted = { id: string; startAtMs: number; flowId: string };
-
-const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
 
 /**
  * How far after the claim's now a granted start is at the earliest, in ms. A start granted for "now" leaves only once
@@ -116,5 +114,10 @@ export function flowDue(granted: readonly FlowGranted[]) {
 }
 
 function candidateOf(c: CandidateRow): FlowCandidate {
-  return { id: c.id, dueAtMs: ms(c.next_attempt_at), scheduledForMs: ms(c.scheduled_for), relevancyWindowMs: c.relevancy_window_ms };
+  return {
+    id: c.id,
+    dueAtMs: epochMs(c.next_attempt_at),
+    scheduledForMs: epochMs(c.scheduled_for),
+    relevancyWindowMs: c.relevancy_window_ms,
+  };
 }

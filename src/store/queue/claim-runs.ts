@@ -21,16 +21,20 @@ import { DESTINATION_PATTERN } from '../../domain/destination.ts';
 import type { EventSeed } from '../../domain/events.ts';
 import { type BucketDue, type BucketShare, Rotation, shareClaim, shareLeftover } from '../../domain/fair-share.ts';
 import { newId } from '../../domain/ids.ts';
-import { jitterOffsetMs } from '../../domain/schedule.ts';
+import type { PlannedRun } from '../../domain/plan.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
-import { announceRun, type Db, type Executor, type PlannerSettings, pipelined, queryPlanned } from '../db.ts';
+import { announceRun, type Db, type Executor, epochMs, type PlannerSettings, pipelined, planTransaction, query } from '../db.ts';
 import { endpointsOfEvents, recordEvents } from '../notifications.ts';
+import { planColumns, planRuleOf } from '../plan-columns.ts';
 import { runs } from '../schema.ts';
 import { inBucket, type OnBucketError } from './by-bucket.ts';
+import { triggerChains } from './chain-runs.ts';
 import { type FlowGranted, flowDue, grantFlowRuns } from './claim-flow-runs.ts';
 import { advanceJobs, asResultDelivery, type ClaimRow, endRuns, runsNotOurs } from './claim-steps.ts';
 import { dueBuckets } from './due-backlog.ts';
 import { giveBack, holdRuns, tenantOfRun } from './hold-runs.ts';
+import { releaseNextBuffered } from './run-ends.ts';
+import { dueTimes } from './spread-runs.ts';
 
 export type ClaimOptions = {
   /** This dispatcher's lease owner id. */
@@ -58,8 +62,6 @@ export type ClaimOptions = {
   /** The default callbacks-per-day quota of a tenant (CHIME_QUOTA_CALLBACKS_PER_DAY; 0 or absent = none): hold-runs.ts. */
   callbacksPerDay?: number;
 };
-
-const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
 
 /** How many of the earliest due runs a claim that skips destinations looks through. */
 const SKIP_WINDOW = 5_000;
@@ -103,13 +105,14 @@ function dueRuns(shard: number, horizonIso: string, limit: number, skip: string[
 }
 
 /**
- * The claim's planner settings, for each of its statements: sorting is priced out, so the due runs can only be read in order from the
- * partial due index (`runs_due_idx`), stopping after `limit`, whatever the table's statistics say. Without it, on a
- * table with no statistics yet (a fresh database, or a burst of new runs before autovacuum's ANALYZE) PostgreSQL
- * estimated a few dozen due rows and chose a bitmap scan of the whole due backlog and a sort: every claim read and
- * sorted the backlog, so a drain was quadratic in its size. Every statement of the claim joins its few rows to rows
- * of one bucket by primary key, so hash and merge joins and bitmap scans are priced out too: short of statistics, the
- * planner took the bucket's condition for selective and read every job of the bucket into a hash for a claim's hundred.
+ * The claim's planner settings, in force for its whole transaction (`planTransaction`): sorting is priced out, so the
+ * due runs can only be read in order from the partial due index (`runs_due_idx`), stopping after `limit`, whatever
+ * the table's statistics say. Without it, on a table with no statistics yet (a fresh database, or a burst of new runs
+ * before autovacuum's ANALYZE) PostgreSQL estimated a few dozen due rows and chose a bitmap scan of the whole due
+ * backlog and a sort: every claim read and sorted the backlog, so a drain was quadratic in its size. Every statement
+ * of the claim joins its few rows to rows of one bucket by primary key, so hash and merge joins and bitmap scans are
+ * priced out too: short of statistics, the planner took the bucket's condition for selective and read every job of
+ * the bucket into a hash for a claim's hundred.
  */
 export const CLAIM_PLAN: PlannerSettings = {
   enable_sort: 'off',
@@ -120,7 +123,7 @@ export const CLAIM_PLAN: PlannerSettings = {
 
 /**
  * The claim statement (step 1 above) at `nowMs`: locks and leases up to `o.limit` due runs and returns them with their
- * jobs. Run it under CLAIM_PLAN (`queryPlanned`); exported for the plan's test.
+ * jobs. Run it under CLAIM_PLAN (`planTransaction`, or `queryPlanned` for one statement); exported for the plan's test.
  */
 export function claimStatement(o: ClaimOptions & { shard: number }, granted?: readonly FlowGranted[]) {
   const now = new Date(o.nowMs).toISOString();
@@ -140,10 +143,11 @@ export function claimStatement(o: ClaimOptions & { shard: number }, granted?: re
           from due, jobs j
           where r.shard = ${o.shard} and r.id = due.id and j.shard = ${o.shard} and j.id = r.job_id
           returning r.id, r.job_id, r.tenant_id, r.scheduled_for, r.trigger, r.attempts, r.lease_expires_at, due.next_attempt_at as due_at,
-                    j.status as job_status, j.schedule, coalesce(r.callback, j.callback) as callback, j.auth_token_enc, j.auth_secret_enc,
+                    j.status as job_status, coalesce(r.callback, j.callback) as callback, j.auth_token_enc, j.auth_secret_enc,
                     coalesce(r.payload, j.payload) as payload, case when r.payload is null then j.body end as body, r.event_id, j.retry,
-                    j.relevancy_window_ms, j.delivery_mode, j.overlap_policy, j.catch_up, j.jitter_ms,
-                    j.trace_parent, j.on_success, j.on_failure, j.completion, ${tenantOfRun(o.shard)}, due.flow_id,
+                    j.relevancy_window_ms, j.delivery_mode, j.overlap_policy, j.catch_up,
+                    j.trace_parent, j.on_success, j.on_failure, j.completion, ${tenantOfRun(o.shard)}, due.flow_id, r.upstream,
+                    r.buffered, r.created_at, j.then_jobs, ${planColumns(o.shard)},
                     case when r.trigger <> ${RUN_TRIGGER.result} and j.flow_control_key is not null then
                       (select f.id from flow_controls f where f.shard = ${o.shard} and f.tenant_id = j.tenant_id and f.key = j.flow_control_key)
                     end as flow_control_id`;
@@ -213,7 +217,8 @@ export async function claimRuns(db: Db, o: ClaimOptions & FairClaim): Promise<Cl
 export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): Promise<{ deliver: ClaimedRun[]; taken: number }> {
   return db.transaction(async (tx) => {
     const now = new Date(o.nowMs).toISOString();
-    const claimedRows = await claimRows(tx, o);
+    // Every statement of the claim is planned under CLAIM_PLAN: set once for the transaction, in the claim's round trip.
+    const [, claimedRows] = await Promise.all([planTransaction(tx, CLAIM_PLAN), claimRows(tx, o)]);
     if (claimedRows.length === 0) return { deliver: [], taken: 0 };
     // A suspended tenant's runs and those past its callbacks per day go back untouched (hold-runs.ts), and so do the
     // runs that are another claim's: a flow control's (claimed by the plain claim) and those over a destination's room.
@@ -223,52 +228,50 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
       await giveBack(
         tx,
         o.shard,
-        notOurs.map((r) => ({ id: r.id, until: new Date(ms(r.due_at)).toISOString() })),
+        notOurs.map((r) => ({ id: r.id, until: new Date(epochMs(r.due_at)).toISOString() })),
       );
       for (const r of notOurs) held.add(r.id);
     }
     const rows = held.size === 0 ? claimedRows : claimedRows.filter((r) => !held.has(r.id));
 
-    const busy = await busyJobs(tx, o.shard, rows);
+    const overlap = await overlapOf(tx, o.shard, rows);
     const ended: { id: string; status: string; error: string | null }[] = [];
+    const buffered: string[] = [];
     const jobUpdates: { id: string; next_ms: number | null; last_ms: number; completed: boolean }[] = [];
-    const nextRuns: (typeof runs.$inferInsert)[] = [];
+    const planned: NextRun[] = [];
     const deliver: ClaimedRun[] = [];
     const events: EventSeed[] = [];
     for (const raw of rows) {
       const r = raw.trigger === RUN_TRIGGER.result ? asResultDelivery(raw) : raw;
-      const scheduledForMs = ms(r.scheduled_for);
+      const scheduledForMs = epochMs(r.scheduled_for);
       const d = decideClaim(
         {
           trigger: r.trigger,
           attempt: r.attempts,
           scheduledForMs,
-          schedule: r.schedule,
+          plan: planRuleOf(r.job_id, r),
           jobActive: r.job_status === JOB_STATUS.active,
           catchUp: r.catch_up,
           overlapPolicy: r.overlap_policy,
           relevancyWindowMs: r.relevancy_window_ms,
-          overlapBusy: busy.has(r.job_id),
+          // A backfilled run's window counts from the backfill (API.md "Richer schedules"), not from its past occurrence.
+          windowFromMs: r.trigger === RUN_TRIGGER.backfill ? epochMs(r.created_at) : scheduledForMs,
+          overlapBusy: overlap.busy.has(r.job_id),
+          released: r.buffered,
+          bufferedWaiting: overlap.buffered.has(r.job_id),
         },
         o.nowMs,
       );
       if (d.advances) {
-        jobUpdates.push({ id: r.job_id, next_ms: d.nextMs, last_ms: scheduledForMs, completed: d.nextMs === null });
-        if (d.nextMs !== null) {
-          nextRuns.push({
-            shard: o.shard,
-            id: newId(),
-            tenantId: r.tenant_id,
-            jobId: r.job_id,
-            scheduledFor: new Date(d.nextMs),
-            trigger: 'schedule',
-            status: RUN_STATUS.scheduled,
-            nextAttemptAt: new Date(d.nextMs + jitterOffsetMs(r.job_id, r.jitter_ms)),
-            createdAt: new Date(o.nowMs),
-          });
-        }
+        jobUpdates.push({ id: r.job_id, next_ms: d.next?.firesAtMs ?? null, last_ms: scheduledForMs, completed: d.next === null });
+        if (d.next !== null) planned.push({ run: r, next: d.next });
       }
-      if (d.advances && d.nextMs === null) events.push({ type: 'job.completed', tenantId: r.tenant_id, jobId: r.job_id });
+      if (d.advances && d.next === null) events.push({ type: 'job.completed', tenantId: r.tenant_id, jobId: r.job_id });
+      if (d.outcome === 'buffered') {
+        buffered.push(r.id);
+        overlap.buffered.add(r.job_id);
+        continue;
+      }
       if (d.outcome !== RUN_STATUS.running) {
         ended.push({ id: r.id, status: d.outcome, error: d.reason });
         if (d.outcome === RUN_STATUS.expired && r.trigger !== RUN_TRIGGER.notification && r.trigger !== RUN_TRIGGER.result) {
@@ -284,8 +287,8 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
         scheduledForMs,
         trigger: r.trigger,
         attempt: r.attempts,
-        leaseExpiresAtMs: ms(r.lease_expires_at),
-        dueAtMs: ms(r.due_at),
+        leaseExpiresAtMs: epochMs(r.lease_expires_at),
+        dueAtMs: epochMs(r.due_at),
         callback: r.callback,
         authTokenEnc: r.auth_token_enc,
         authSecretEnc: r.auth_secret_enc,
@@ -299,20 +302,38 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
         onSuccess: r.on_success,
         onFailure: r.on_failure,
         completion: asyncCompletionOf(r.completion),
+        upstream: r.upstream,
       });
     }
 
+    const nextRuns = await nextScheduledRuns(tx, o.shard, planned, jobUpdates, o.nowMs);
     // What follows depends on nothing but the claim: sent together, one round trip (the events' endpoints read with them).
     const [endpoints] = await pipelined(
       tx,
-      CLAIM_PLAN,
+      null,
       () => endpointsOfEvents(tx, events),
       () => (ended.length > 0 ? endRuns(tx, o.shard, ended, now) : Promise.resolve()),
+      () => (buffered.length > 0 ? bufferRuns(tx, o.shard, buffered) : Promise.resolve()),
       () => (nextRuns.length > 0 ? tx.insert(runs).values(nextRuns).onConflictDoNothing() : Promise.resolve()),
       () =>
         nextRuns.length > 0 ? announceRun(tx, Math.min(...nextRuns.map((n) => n.nextAttemptAt!.getTime())), o.nowMs) : Promise.resolve(),
       () => (jobUpdates.length > 0 ? advanceJobs(tx, o.shard, jobUpdates) : Promise.resolve()),
     );
+    // Runs ended `expired` here fire their jobs' chains as any end does (chain-runs.ts), after the end is written.
+    const expired = rows.filter((r) => ended.some((e) => e.id === r.id && e.status === RUN_STATUS.expired));
+    if (expired.length > 0) {
+      await triggerChains(
+        tx,
+        o.shard,
+        expired.map((r) => ({ id: r.id, job_id: r.job_id, trigger: r.trigger, status: RUN_STATUS.expired, then_jobs: r.then_jobs })),
+        o.nowMs,
+      );
+    }
+    // A run ended here (a released one expired, say) no longer holds its job's turn: the job's next buffered run goes
+    // (run-ends.ts), or a backfill's would wait forever. Not for a job with a run in flight (its end releases it).
+    const endedIds = new Set(ended.map((e) => e.id));
+    const freed = rows.filter((r) => endedIds.has(r.id) && r.overlap_policy !== 'allow' && !overlap.busy.has(r.job_id));
+    if (freed.length > 0) await releaseNextBuffered(tx, o.shard, [...new Set(freed.map((r) => r.job_id))], o.nowMs);
     // After the updates above, so the events show the runs ended and the jobs completed.
     await recordEvents(tx, events, o.nowMs, endpoints);
     return { deliver, taken: claimedRows.length };
@@ -325,28 +346,89 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
  */
 async function claimRows(tx: Executor, o: ClaimOptions & { shard: number }): Promise<ClaimRow[]> {
   const granted = o.flows ? await grantFlowRuns(tx, o.shard, o.limit, o.nowMs, o.horizonMs ?? 0) : [];
-  const flowRows = granted.length > 0 ? await queryPlanned<ClaimRow>(tx, CLAIM_PLAN, claimStatement(o, granted)) : [];
+  const flowRows = granted.length > 0 ? await query<ClaimRow>(tx, claimStatement(o, granted)) : [];
   const left = o.limit - flowRows.length;
-  const rows = left > 0 ? await queryPlanned<ClaimRow>(tx, CLAIM_PLAN, claimStatement({ ...o, limit: left })) : [];
-  return [...flowRows, ...rows].sort((a, b) => ms(a.due_at) - ms(b.due_at));
+  const rows = left > 0 ? await query<ClaimRow>(tx, claimStatement({ ...o, limit: left })) : [];
+  return [...flowRows, ...rows].sort((a, b) => epochMs(a.due_at) - epochMs(b.due_at));
+}
+
+/** A claimed run whose job advances, and the next run planned for it. */
+type NextRun = { run: ClaimRow; next: PlannedRun };
+
+/**
+ * The rows of the advancing jobs' next scheduled runs, due as `dueTimes` places them (spread jobs where their
+ * destination is least busy); the `nextRunAt` of a spread job's update in `jobUpdates` is set to its placed due time.
+ */
+async function nextScheduledRuns(
+  tx: Executor,
+  shard: number,
+  planned: readonly NextRun[],
+  jobUpdates: { id: string; next_ms: number | null }[],
+  nowMs: number,
+): Promise<(typeof runs.$inferInsert)[]> {
+  if (planned.length === 0) return [];
+  const due = await dueTimes(
+    tx,
+    shard,
+    planned.map(({ run, next }) => ({
+      tenantId: run.tenant_id,
+      jobId: run.job_id,
+      url: run.callback.url,
+      jitterMs: run.jitter_ms,
+      jitterMode: run.jitter_mode,
+      planned: next,
+    })),
+  );
+  const placed = new Map<string, number>();
+  const rows = planned.map(({ run, next }, i) => {
+    if (due[i] !== next.dueMs && next.firesAtMs === next.dueMs) placed.set(run.job_id, due[i]!);
+    return {
+      shard,
+      id: newId(),
+      tenantId: run.tenant_id,
+      jobId: run.job_id,
+      scheduledFor: new Date(next.occurrenceMs),
+      trigger: RUN_TRIGGER.schedule,
+      status: RUN_STATUS.scheduled,
+      nextAttemptAt: new Date(due[i]!),
+      createdAt: new Date(nowMs),
+    };
+  });
+  for (const u of jobUpdates) u.next_ms = placed.get(u.id) ?? u.next_ms;
+  return rows;
 }
 
 /**
- * Jobs with `overlapPolicy: skip` among `rows` that have another run running or retrying. A retry of the job claimed
- * in this same batch (already `running` in this transaction) counts: only the candidates themselves are left out.
+ * For the scheduled first claims among `rows` of jobs whose runs may not overlap (`skip`, `buffer-one`): the jobs with
+ * another run running (awaiting completion included), retrying, or buffered and released but not claimed yet (it
+ * holds the job's turn) (`busy`), and the jobs with a buffered scheduled occurrence waiting (`buffered`; a backfill's
+ * buffered runs are not one: the live occurrence waits before them, run-ends.ts). A retry of the job claimed in this
+ * same batch (already `running` in this transaction) counts: only the candidates themselves are left out. No statement
+ * when no row is such a candidate.
  */
-async function busyJobs(tx: Parameters<Parameters<Db['transaction']>[0]>[0], shard: number, rows: ClaimRow[]): Promise<Set<string>> {
-  const candidates = rows.filter((r) => r.overlap_policy === 'skip' && r.trigger === 'schedule' && r.attempts === 1);
-  if (candidates.length === 0) return new Set();
+async function overlapOf(tx: Executor, shard: number, rows: ClaimRow[]): Promise<{ busy: Set<string>; buffered: Set<string> }> {
+  const candidates = rows.filter((r) => r.overlap_policy !== 'allow' && r.trigger === 'schedule' && r.attempts === 1 && !r.buffered);
+  if (candidates.length === 0) return { busy: new Set(), buffered: new Set() };
   const jobIds = JSON.stringify([...new Set(candidates.map((r) => r.job_id))]);
   const claimed = JSON.stringify(candidates.map((r) => r.id));
-  const busy = await queryPlanned<{ job_id: string }>(
+  const found = await query<{ job_id: string; buffered: boolean }>(
     tx,
-    CLAIM_PLAN,
-    sql`select distinct job_id from runs
+    sql`select distinct job_id, (status = 'scheduled' and next_attempt_at is null) as buffered from runs
         where shard = ${shard} and job_id in (select value::uuid from jsonb_array_elements_text(${jobIds}::jsonb))
-          and status in ('running', 'retrying') and trigger <> ${RUN_TRIGGER.result}
+          and (status in ('running', 'retrying')
+               or (buffered and status = 'scheduled' and (next_attempt_at is not null or trigger = ${RUN_TRIGGER.schedule})))
+          and trigger <> ${RUN_TRIGGER.result}
           and id not in (select value::uuid from jsonb_array_elements_text(${claimed}::jsonb))`,
   );
-  return new Set(busy.map((b) => b.job_id));
+  return {
+    busy: new Set(found.filter((f) => !f.buffered).map((f) => f.job_id)),
+    buffered: new Set(found.filter((f) => f.buffered).map((f) => f.job_id)),
+  };
+}
+
+/** Puts claimed runs back waiting, buffered (`buffer-one`): no due time until a run of their job ends (run-ends.ts). */
+function bufferRuns(tx: Executor, shard: number, ids: readonly string[]) {
+  return tx.execute(sql`update runs set status = 'scheduled', buffered = true, next_attempt_at = null, lease_owner = null,
+      lease_expires_at = null, attempts = attempts - 1, started_at = null, flow_id = null
+    where shard = ${shard} and id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`);
 }

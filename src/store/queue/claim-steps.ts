@@ -4,17 +4,18 @@
  * skip`. Each names the claim's one bucket (docs/design.md invariant 10).
  */
 import { sql } from 'drizzle-orm';
+import type { ChainLink, ChainUpstream } from '../../domain/chain.ts';
 import { destinationOf } from '../../domain/destination.ts';
 import { EVENT_DELIVERY_RETRY, EVENT_DELIVERY_WINDOW_MS } from '../../domain/events.ts';
 import type { CallbackSpec, ResultRoute } from '../../domain/job.ts';
 import type { RetryPolicy } from '../../domain/retry.ts';
-import type { Schedule } from '../../domain/schedule.ts';
 import type { CatchUpPolicy, DeliveryMode, OverlapPolicy, RunTrigger } from '../../domain/states.ts';
 import type { Executor } from '../db.ts';
+import type { PlanColumns } from '../plan-columns.ts';
 import type { HoldCandidate } from './hold-runs.ts';
 
-/** A row the claim statement returns: a run with what its job and tenant say about it. */
-export type ClaimRow = {
+/** A row the claim statement returns: a run with what its job and tenant say about it (the plan columns included). */
+export type ClaimRow = PlanColumns & {
   id: string;
   job_id: string;
   tenant_id: string;
@@ -24,7 +25,6 @@ export type ClaimRow = {
   lease_expires_at: Date | string;
   due_at: Date | string;
   job_status: string;
-  schedule: Schedule;
   callback: CallbackSpec;
   auth_token_enc: string | null;
   auth_secret_enc: string | null;
@@ -36,7 +36,6 @@ export type ClaimRow = {
   delivery_mode: DeliveryMode;
   overlap_policy: OverlapPolicy;
   catch_up: CatchUpPolicy;
-  jitter_ms: number;
   trace_parent: string | null;
   on_success: ResultRoute | null;
   on_failure: ResultRoute | null;
@@ -48,6 +47,13 @@ export type ClaimRow = {
   flow_control_id: string | null;
   /** The flow control whose start this claim granted the run (claim-flow-runs.ts); null: claimed without one. */
   flow_id: string | null;
+  /** The run waits, buffered, for its job's run in flight (`buffer-one`); claimed only once released. */
+  buffered: boolean;
+  created_at: Date | string;
+  /** The job's chain links (`then`), for a run the claim ends `expired` (chain-runs.ts). */
+  then_jobs: ChainLink[] | null;
+  /** A chained run's upstream (`trigger = 'chain'`: src/store/queue/chain-runs.ts); null for any other run. */
+  upstream: ChainUpstream | null;
 };
 
 /**
@@ -108,7 +114,10 @@ export function endRuns(tx: Executor, shard: number, ended: { id: string; status
     where r.shard = ${shard} and r.id = v.id`);
 }
 
-/** Moves the claimed runs' jobs on: next and last run times (epoch ms), and `completed` when no occurrence is left. */
+/**
+ * Moves the claimed runs' jobs on: when each fires next (`next_ms`, epoch ms: `nextRunAt`) and its last occurrence, one
+ * more scheduled run made (for `maxRuns`), and `completed` when no occurrence is left.
+ */
 export function advanceJobs(
   tx: Executor,
   shard: number,
@@ -116,6 +125,7 @@ export function advanceJobs(
 ) {
   return tx.execute(sql`update jobs j
     set next_run_at = to_timestamp(v.next_ms / 1000.0), last_run_at = to_timestamp(v.last_ms / 1000.0),
+        scheduled_runs = j.scheduled_runs + 1,
         status = case when v.completed and j.status = 'active' then 'completed' else j.status end
     from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb)
          as v(id uuid, next_ms bigint, last_ms bigint, completed boolean)

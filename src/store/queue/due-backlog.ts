@@ -7,9 +7,7 @@
 import { sql } from 'drizzle-orm';
 import type { BucketDue } from '../../domain/fair-share.ts';
 import { acrossBuckets } from '../citus.ts';
-import type { Db } from '../db.ts';
-
-const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
+import { type Db, epochMs } from '../db.ts';
 
 /**
  * Every bucket with a waiting run (`scheduled` or `retrying`), with its earliest due time, in bucket order.
@@ -26,7 +24,7 @@ export async function dueBuckets(db: Db): Promise<BucketDue[]> {
   );
   return rows
     .filter((r) => r.due !== null)
-    .map((r) => ({ shard: Number(r.shard), dueAtMs: ms(r.due!), ...(r.flows ? { flows: true } : {}) }));
+    .map((r) => ({ shard: Number(r.shard), dueAtMs: epochMs(r.due!), ...(r.flows ? { flows: true } : {}) }));
 }
 
 /** The earliest `next_attempt_at` of any waiting run (epoch ms), or null when nothing waits. */

@@ -74,8 +74,9 @@ function receiverEffects(outcomes: readonly AttemptOutcome[]): RunEndEffects {
 /**
  * The statement `finishRuns` runs: updates the runs `owner` still holds, appends every attempt to the log and counts
  * the failures in a row of their jobs (as `countFailuresInARow` does), returning the runs updated (id, job_id,
- * tenant_id, trigger, new status) and whether each one's job reached its `pauseAfterFailures`. One statement, so one
- * round trip. Run it under FINISH_PLAN (`queryPlanned`); exported for the plan's test.
+ * tenant_id, trigger, new status), whether each one's job reached its `pauseAfterFailures` and, for a run that ended,
+ * its job's chain links (`then_jobs`). One statement, so one round trip. Run it under FINISH_PLAN (`queryPlanned`);
+ * exported for the plan's test.
  */
 export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
   const shard = outcomes[0]!.shard;
@@ -150,14 +151,27 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
         select job_id, (count(*) filter (where status = 'failed'))::int as failed, bool_or(status = 'succeeded') as reset
         from held where trigger <> ${RUN_TRIGGER.notification} and trigger <> ${RUN_TRIGGER.result}
           and status in ('failed', 'succeeded') group by job_id),
-      -- The jobs by primary key (id = any(…)), hashed against the tally: never a pass over the bucket's jobs.
+      -- The jobs of the runs that ended, read once by primary key (id = any(…)): never a pass over the bucket's jobs.
+      -- Their failures in a row say which of them the count changes; their chain links go to chain-runs.ts, so the
+      -- ends of jobs without any cost no statement more.
+      ended_jobs as (
+        select j.id, j.consecutive_failures, j.then_jobs, j.overlap_policy from jobs j
+        where j.shard = ${shard} and j.id = any(array(
+          select job_id from held where trigger <> ${RUN_TRIGGER.notification} and trigger <> ${RUN_TRIGGER.result}
+            and status in ('succeeded', 'failed', 'expired')))),
+      -- Only the jobs whose count changes are updated (by primary key, hashed against the tally): a batch of
+      -- successes of jobs without failures writes none.
       counted as (
         update jobs j
         set consecutive_failures = ${NEXT_FAILURES('t')}
         from tally t
-        where j.shard = ${shard} and j.id = t.job_id and j.id = any(array(select job_id from tally))
+        where j.shard = ${shard} and j.id = t.job_id
+          and j.id = any(array(select job_id from tally
+                               where failed > 0 or job_id in (select id from ended_jobs where consecutive_failures <> 0)))
           and (t.failed > 0 or j.consecutive_failures <> 0)
         returning j.id, ${REACHED} as reached)
-      select h.id, h.job_id, h.tenant_id, h.trigger, h.status, coalesce(c.reached, false) as reached
-      from held h left join counted c on c.id = h.job_id`;
+      select h.id, h.job_id, h.tenant_id, h.trigger, h.status, coalesce(c.reached, false) as reached,
+             -- null for runs that did not end (retrying, awaiting): they chain nothing (nor do deliveries: chain-runs.ts).
+             case when h.status in ('succeeded', 'failed', 'expired') then e.then_jobs end as then_jobs, e.overlap_policy
+      from held h left join counted c on c.id = h.job_id left join ended_jobs e on e.id = h.job_id`;
 }

@@ -24,7 +24,7 @@
 import { sql } from 'drizzle-orm';
 import { effectiveQuota, nextUtcDayStart, quotaOverridesOf, utcDay } from '../../domain/quotas.ts';
 import { SHARD_COUNT, shardOf } from '../../domain/shard.ts';
-import { announceRun, type Executor, query } from '../db.ts';
+import { announceRun, type Executor, epochMs, query } from '../db.ts';
 
 /** Where a suspended tenant's due runs wait (`next_attempt_at`) until it is resumed: never due by any clock. */
 export const HELD_UNTIL = new Date('9999-12-31T00:00:00.000Z');
@@ -47,8 +47,6 @@ export type HoldCandidate = {
   due_at: Date | string;
   tenant: { status?: string; callbacksPerDay?: unknown } | null;
 };
-
-const ms = (d: Date | string): number => (d instanceof Date ? d.getTime() : Date.parse(d));
 
 /**
  * Gives back the runs among `rows` (just claimed in bucket `shard`, in transaction `tx`) that may not be sent now: a
@@ -88,12 +86,12 @@ export async function holdRuns(
 
   // The callbacks-per-day quota of the others, per tenant and UTC day, in due order.
   const byTenantDay = new Map<string, { tenantId: string; day: string; quota: number; runs: HoldCandidate[] }>();
-  const sorted = rows.filter((r) => !held.has(r.id)).sort((a, b) => ms(a.due_at) - ms(b.due_at));
+  const sorted = rows.filter((r) => !held.has(r.id)).sort((a, b) => epochMs(a.due_at) - epochMs(b.due_at));
   for (const r of sorted) {
     const override = quotaOverridesOf({ callbacksPerDay: r.tenant?.callbacksPerDay });
     const quota = effectiveQuota('callbacksPerDay', override, { callbacksPerDay: defaultCallbacksPerDay });
     if (quota === null) continue;
-    const day = utcDay(Math.max(nowMs, ms(r.due_at)));
+    const day = utcDay(Math.max(nowMs, epochMs(r.due_at)));
     const key = `${r.tenant_id} ${day}`;
     const group = byTenantDay.get(key) ?? { tenantId: r.tenant_id, day, quota, runs: [] };
     group.runs.push(r);

@@ -33,10 +33,11 @@ function giveBack(nowIso: string, atMostOnceError: string, otherError: string) {
 
 /**
  * Takes runs back in the caller's transaction on bucket `shard`: `update` (an UPDATE of runs … RETURNING id, attempts,
- * job_id, tenant_id, trigger, status) gives them back; each one's lost attempt goes into the attempt log with error
- * class `lease_lost` and `error`, so the history shows why the run was re-sent (or, at-most-once, failed), and a result
- * that arrives later for that attempt fills the entry in (finish-runs.ts); then what the ends mean for their jobs
- * (`countFailuresInARow`, `recordRunEnds`). Shared by the reaper and a release at shutdown.
+ * job_id, tenant_id, trigger, status and the job's chain links, `then_jobs`) gives them back; each one's lost attempt
+ * goes into the attempt log with error class `lease_lost` and `error`, so the history shows why the run was re-sent
+ * (or, at-most-once, failed), and a result that arrives later for that attempt fills the entry in (finish-runs.ts);
+ * then what the ends mean for their jobs (`countFailuresInARow`, `recordRunEnds`, chains included). Shared by the
+ * reaper and a release at shutdown.
  * @returns how many runs were taken back
  */
 async function takeBack(tx: Executor, shard: number, nowMs: number, update: SQL, error: string): Promise<number> {
@@ -95,7 +96,7 @@ export async function reapBucket(db: Db, shard: number, nowMs: number, limit: nu
         from (select id from runs where shard = ${shard} and lease_expires_at < ${now}::timestamptz and status = 'running'
               limit ${limit} for update skip locked) expired, jobs j
         where r.shard = ${shard} and r.id = expired.id and j.shard = ${shard} and j.id = r.job_id
-        returning r.id, r.attempts, r.job_id, r.tenant_id, r.trigger, r.status`,
+        returning r.id, r.attempts, r.job_id, r.tenant_id, r.trigger, r.status, j.then_jobs, j.overlap_policy`,
       'the lease expired before a result was recorded (dispatcher died or stalled)',
     ),
   );
@@ -130,7 +131,7 @@ async function releaseBucket(db: Db, owner: string, shard: number, runIds: strin
         from jobs j
         where r.shard = ${shard} and r.id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(runIds)}::jsonb))
           and r.lease_owner = ${owner} and r.status = 'running' and j.shard = ${shard} and j.id = r.job_id
-        returning r.id, r.attempts, r.job_id, r.tenant_id, r.trigger, r.status`,
+        returning r.id, r.attempts, r.job_id, r.tenant_id, r.trigger, r.status, j.then_jobs, j.overlap_policy`,
       'released at shutdown before a result was recorded',
     ),
   );

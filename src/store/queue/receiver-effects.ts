@@ -17,13 +17,15 @@ import { sql } from 'drizzle-orm';
 import type { EventSeed } from '../../domain/events.ts';
 import { newId } from '../../domain/ids.ts';
 import type { ResultRoute } from '../../domain/job.ts';
+import { planAfter } from '../../domain/plan.ts';
 import type { ControlToken, ResultResponse } from '../../domain/receiver-control.ts';
-import { jitterOffsetMs, nextOccurrence, type Schedule } from '../../domain/schedule.ts';
 import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
-import { announceRun, type Executor, query } from '../db.ts';
+import { announceRun, type Executor, epochMs, query } from '../db.ts';
 import { eventDeliveryCallback, eventJobView } from '../notifications.ts';
+import { type PlanColumns, planColumns, planRuleOf } from '../plan-columns.ts';
 import { jobs, runs } from '../schema.ts';
 import { runView } from '../views.ts';
+import { dueTimes } from './spread-runs.ts';
 
 /** A result delivery an outcome asks for: where to, and the response it carries (null: the attempt got none). */
 export type ResultDeliverySeed = { url: string; response: ResultResponse | null };
@@ -77,30 +79,40 @@ export async function completeJobs(tx: Executor, shard: number, jobIds: readonly
 export async function skipNextOccurrences(tx: Executor, shard: number, jobIds: readonly string[], nowMs: number): Promise<EventSeed[]> {
   if (jobIds.length === 0) return [];
   const nowIso = new Date(nowMs).toISOString();
-  const pending = await query<{
-    id: string;
-    job_id: string;
-    tenant_id: string;
-    scheduled_for: Date | string;
-    schedule: Schedule;
-    jitter_ms: number;
-  }>(
+  const pending = await query<PlanColumns & { id: string; job_id: string; tenant_id: string; scheduled_for: Date | string; url: string }>(
     tx,
-    sql`select r.id, r.job_id, r.tenant_id, r.scheduled_for, j.schedule, j.jitter_ms
+    sql`select r.id, r.job_id, r.tenant_id, r.scheduled_for, j.callback->>'url' as url, ${planColumns(shard)}
       from runs r join jobs j on j.shard = ${shard} and j.id = r.job_id and j.status = 'active'
       where r.shard = ${shard} and r.job_id = any(${`{${jobIds.join(',')}}`}::uuid[]) and r.status = 'scheduled' and r.trigger = 'schedule'
+        and not r.buffered
       for update of r skip locked`,
   );
   if (pending.length === 0) return [];
-  const plans = pending.map((p) => {
-    const nextMs = nextOccurrence(p.schedule, new Date(p.scheduled_for).getTime());
+  // The skipped occurrence counts as a scheduled run (`maxRuns`), as a claim of it would have.
+  const next = pending.map((p) => planAfter({ ...planRuleOf(p.job_id, p), scheduledRuns: p.scheduled_runs + 1 }, epochMs(p.scheduled_for)));
+  const placed = await dueTimes(
+    tx,
+    shard,
+    pending.flatMap((p, i) => {
+      const planned = next[i];
+      return planned
+        ? [{ tenantId: p.tenant_id, jobId: p.job_id, url: p.url, jitterMs: p.jitter_ms, jitterMode: p.jitter_mode, planned }]
+        : [];
+    }),
+  );
+  let k = 0;
+  const plans = pending.map((p, i) => {
+    const planned = next[i];
+    const dueMs = planned ? placed[k++]! : null;
+    const firesAt = planned ? (planned.firesAtMs === planned.dueMs ? dueMs : planned.firesAtMs) : null;
     return {
       run_id: p.id,
       new_id: newId(),
       id: p.job_id,
       tenant_id: p.tenant_id,
-      next_at: nextMs === null ? null : new Date(nextMs).toISOString(),
-      due_at: nextMs === null ? null : new Date(nextMs + jitterOffsetMs(p.job_id, p.jitter_ms)).toISOString(),
+      next_at: planned ? new Date(planned.occurrenceMs).toISOString() : null,
+      due_at: dueMs === null ? null : new Date(dueMs).toISOString(),
+      fires_at: firesAt === null ? null : new Date(firesAt).toISOString(),
     };
   });
   const json = JSON.stringify(plans);
@@ -114,9 +126,9 @@ export async function skipNextOccurrences(tx: Executor, shard: number, jobIds: r
     where v.next_at is not null
     on conflict (shard, job_id, scheduled_for) where trigger = 'schedule' do nothing`);
   await tx.execute(sql`update jobs j
-    set next_run_at = v.next_at, status = case when v.next_at is null then 'completed' else j.status end,
-        updated_at = ${nowIso}::timestamptz
-    from jsonb_to_recordset(${json}::jsonb) as v(id uuid, next_at timestamptz)
+    set next_run_at = v.fires_at, status = case when v.next_at is null then 'completed' else j.status end,
+        scheduled_runs = j.scheduled_runs + 1, updated_at = ${nowIso}::timestamptz
+    from jsonb_to_recordset(${json}::jsonb) as v(id uuid, next_at timestamptz, fires_at timestamptz)
     where j.shard = ${shard} and j.id = v.id`);
   const due = plans.flatMap((p) => (p.due_at ? [Date.parse(p.due_at)] : []));
   if (due.length > 0) await announceRun(tx, Math.min(...due), nowMs);

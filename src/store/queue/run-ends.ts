@@ -1,15 +1,18 @@
 /**
  * What runs that just ended mean for their jobs, after a finish, a reap or a release at shutdown: the failures in a
- * row (a failure adds one, a success resets), the pauses they cause (a 410 Gone, `pauseAfterFailures` reached) and the
- * events of it all, in the caller's transaction on one bucket (docs/design.md invariants 10 and 11).
+ * row (a failure adds one, a success resets), the pauses they cause (a 410 Gone, `pauseAfterFailures` reached), the
+ * events of it all and the runs their chains trigger, in the caller's transaction on one bucket (docs/design.md
+ * invariants 10 and 11).
  */
 import { sql } from 'drizzle-orm';
+import type { ChainLink } from '../../domain/chain.ts';
 import { type EventSeed, PAUSED_REASON, type PausedReason } from '../../domain/events.ts';
 import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
 import { recordAudit } from '../audit-log.ts';
-import { type Executor, type PlannerSettings, queryPlanned } from '../db.ts';
+import { announceRun, type Executor, type PlannerSettings, queryPlanned } from '../db.ts';
 import { pauseJobs } from '../job-lifecycle.ts';
 import { recordEvents } from '../notifications.ts';
+import { triggerChains } from './chain-runs.ts';
 import { completeJobs, type RunEndEffects, recordResultDeliveries, skipNextOccurrences } from './receiver-effects.ts';
 
 export type { RunEndEffects } from './receiver-effects.ts';
@@ -20,8 +23,20 @@ export type { RunEndEffects } from './receiver-effects.ts';
  */
 export const RUN_ENDS_PLAN: PlannerSettings = { enable_nestloop: 'on', enable_hashjoin: 'off', enable_mergejoin: 'off' };
 
-/** A run whose state a finish, a reap or a release has just changed, with its new status. */
-export type EndedRun = { id: string; job_id: string; tenant_id: string; trigger: string; status: string };
+/**
+ * A run whose state a finish, a reap or a release has just changed, with its new status, and its job's chain links
+ * (`then`: null when none) when the statement that changed it read them (undefined: `triggerChains` reads them).
+ */
+export type EndedRun = {
+  id: string;
+  job_id: string;
+  tenant_id: string;
+  trigger: string;
+  status: string;
+  then_jobs?: ChainLink[] | null;
+  /** The job's `overlapPolicy`, when the statement read it: a job whose runs may overlap has no buffered run to release. */
+  overlap_policy?: string | null;
+};
 /** A run the finish statement recorded, and whether its job reached `pauseAfterFailures` by the statement's count. */
 export type FinishedRun = EndedRun & { reached: boolean };
 
@@ -72,8 +87,9 @@ export const REACHED = sql`(j.status = 'active' and j.pause_after_failures > 0 a
  * What runs that just ended (or were sent back to retry) mean for their jobs beyond the failures in a row, in the
  * caller's transaction on bucket `shard` (the finish, the reaper and a release at shutdown share it, so a run failed as
  * ambiguous counts as any other): the pauses (a 410 Gone; `pauseAfterFailures` reached, as counted) and the events of
- * it all (docs/design.md invariant 11: committed with the change), and the pauses' audit entries (actor `system`). Notification deliveries (runs of hidden jobs) are
- * left out: they neither cause pauses nor events of their own. Every statement names the bucket; a batch of
+ * it all (docs/design.md invariant 11: committed with the change), and the pauses' audit entries (actor `system`), and the runs the ends trigger through their jobs' `then` (chains:
+ * `triggerChains`). Notification deliveries (runs of hidden jobs) are left out: they neither cause pauses nor events of
+ * their own. Every statement names the bucket; a batch of
  * successes that pauses nothing sends none.
  * @param ended the runs changed, all of bucket `shard`, with their new status
  * @param pauseReasons run id → PausedReason its outcome asks for (`gone` for a 410); empty for the reaper
@@ -136,5 +152,66 @@ export async function recordRunEnds(
   if (completing.size > 0) events.push(...(await completeJobs(tx, shard, [...completing], nowMs)));
   if (skipping.size > 0) events.push(...(await skipNextOccurrences(tx, shard, [...skipping], nowMs)));
   await recordResultDeliveries(tx, shard, held, effects.results, nowMs);
+  // The runs the ends trigger through their jobs' `then`, in this same transaction (chain-runs.ts).
+  await triggerChains(tx, shard, held, nowMs);
+  await releaseBuffered(tx, shard, held, nowMs);
   await recordEvents(tx, events, nowMs);
+}
+
+/** Final states: a run in one of them no longer holds its job's turn (`buffer-one`, a backfill of a job whose runs may not overlap). */
+const FINAL_STATUSES: readonly string[] = [
+  RUN_STATUS.succeeded,
+  RUN_STATUS.failed,
+  RUN_STATUS.expired,
+  RUN_STATUS.skipped,
+  RUN_STATUS.canceled,
+];
+
+/**
+ * Releases, for each job of `ended` whose run ended (a final status) and whose runs may not overlap, its next buffered
+ * run (`releaseNextBuffered`; API.md "Richer schedules", `buffer-one`; a backfill's runs go one after another the same
+ * way). In the transaction that records the end, so the release is never lost. No statement for jobs whose runs may
+ * overlap (`allow`), the common case.
+ */
+export async function releaseBuffered(tx: Executor, shard: number, ended: readonly EndedRun[], nowMs: number): Promise<void> {
+  const jobIds = [
+    ...new Set(
+      ended.filter((e) => FINAL_STATUSES.includes(e.status) && e.overlap_policy !== 'allow' && countsForJob(e)).map((e) => e.job_id),
+    ),
+  ];
+  await releaseNextBuffered(tx, shard, jobIds, nowMs);
+}
+
+/**
+ * Releases the next buffered run (runs.buffered, waiting without a due time) of each job of `jobIds` in bucket `shard`,
+ * unless a run of that job is still in flight (running, awaiting completion, retrying, or released and not claimed yet):
+ * its buffered `schedule` run if it has one (buffer-one's waiting occurrence goes before a backfill's remaining runs),
+ * else its oldest. It becomes due at its occurrence or now, whichever is later: a run claimed ahead of its time and
+ * buffered is never sent before it. In the caller's transaction (an end; a backfill; a claim that ended a run).
+ * @returns how many runs it released
+ */
+export async function releaseNextBuffered(tx: Executor, shard: number, jobIds: readonly string[], nowMs: number): Promise<number> {
+  if (jobIds.length === 0) return 0;
+  const now = new Date(nowMs).toISOString();
+  const waiting = (order: 'asc' | 'desc') => sql`select b.id, b.trigger from runs b
+    where b.shard = ${shard} and b.job_id = j.id and b.buffered and b.next_attempt_at is null and b.status = 'scheduled'
+    order by b.scheduled_for ${sql.raw(order)} limit 1`;
+  const released = await queryPlanned<{ next_attempt_at: Date | string }>(
+    tx,
+    RUN_ENDS_PLAN,
+    sql`update runs r set next_attempt_at = greatest(${now}::timestamptz, r.scheduled_for)
+      from (select coalesce((select n.id from (${waiting('desc')}) n where n.trigger = ${RUN_TRIGGER.schedule}),
+                            (select o.id from (${waiting('asc')}) o)) as id
+            from jobs j where j.shard = ${shard} and j.id = any(${`{${jobIds.join(',')}}`}::uuid[])) next
+      where r.shard = ${shard} and r.id = next.id
+        -- Not while another run of its job is in flight (a manual run, a retry of an older one, one released before).
+        and not exists (select 1 from runs o where o.shard = ${shard} and o.job_id = r.job_id and o.trigger <> ${RUN_TRIGGER.result}
+                          and (o.status in ('running', 'retrying') or (o.status = 'scheduled' and o.buffered and o.next_attempt_at is not null)))
+      returning r.next_attempt_at`,
+  );
+  if (released.length > 0) {
+    const due = released.map((r) => (r.next_attempt_at instanceof Date ? r.next_attempt_at.getTime() : Date.parse(r.next_attempt_at)));
+    await announceRun(tx, Math.min(...due), nowMs);
+  }
+  return released.length;
 }

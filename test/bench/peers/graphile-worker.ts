@@ -12,7 +12,9 @@
  * graphile-worker retries it. Logging is at warning level, as Chime runs with CHIME_LOG_LEVEL=warn (graphile-worker
  * otherwise logs a line per completed job). Prints `ready` once running.
  *
- * Env: BENCH_DATABASE_URL, BENCH_CALLBACK_URL, BENCH_TUNED (1|0), BENCH_SAME_WORK (1|0).
+ * BENCH_POLL_INTERVAL_MS (the `graphile-punctual` system) replaces the tuned `pollInterval`.
+ *
+ * Env: BENCH_DATABASE_URL, BENCH_CALLBACK_URL, BENCH_TUNED (1|0), BENCH_SAME_WORK (1|0), BENCH_POLL_INTERVAL_MS.
  */
 import { Logger, run } from 'graphile-worker';
 import { endProcess } from '../end-process.ts';
@@ -23,6 +25,7 @@ import { GRAPHILE_TUNING } from './tuning.ts';
 const url = process.env.BENCH_DATABASE_URL!;
 const callbackUrl = process.env.BENCH_CALLBACK_URL!;
 const tuned = process.env.BENCH_TUNED === '1';
+const pollInterval = Number(process.env.BENCH_POLL_INTERVAL_MS) || undefined;
 
 /** The task identifier of every bench job. */
 const GRAPHILE_TASK = 'bench_post';
@@ -46,6 +49,7 @@ const runner = await run({
     },
   },
   ...(tuned ? GRAPHILE_TUNING : {}),
+  ...(pollInterval ? { pollInterval } : {}),
 });
 console.log('ready');
 

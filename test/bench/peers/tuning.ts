@@ -21,3 +21,19 @@ export const GRAPHILE_TUNING: Partial<RunnerOptions> = {
   pollInterval: 500,
   preset: { worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
 };
+
+/**
+ * `graphile-punctual`'s `pollInterval`, in ms: graphile-worker tuned (GRAPHILE_TUNING) polling this often. Meant as the
+ * longest interval giving a steady-state fire lag p99 ≤ 10 ms at 500 runs/s; on the bench machine none did (2–10 ms
+ * all gave 20–28 ms), so it is the cheapest interval reaching that same lag (test/bench/README.md, "WAL and statements
+ * per callback, and a punctual peer", has the search). BENCH_PUNCTUAL_POLL_MS replaces it, for that search.
+ */
+export const GRAPHILE_PUNCTUAL_POLL_MS = punctualPollMs(process.env.BENCH_PUNCTUAL_POLL_MS);
+
+/** BENCH_PUNCTUAL_POLL_MS as ms (10 when unset). @throws Error naming the variable for anything but a whole number ≥ 1 */
+function punctualPollMs(value: string | undefined): number {
+  if (value === undefined || value === '') return 10;
+  const ms = Number(value);
+  if (!Number.isInteger(ms) || ms < 1) throw new Error(`BENCH_PUNCTUAL_POLL_MS: a whole number of ms ≥ 1, not "${value}"`);
+  return ms;
+}

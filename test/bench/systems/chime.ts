@@ -6,7 +6,7 @@
 
 import { request } from 'undici';
 import { freePort } from '../../support/chime-process.ts';
-import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
+import { clientBackendPids, cloneRows, connectCounted, type Sql } from '../db.ts';
 import { CHIME_CLI, type NodeProcess, spawnNode } from './process.ts';
 import {
   BATCH_SIZE,
@@ -57,6 +57,8 @@ export class ChimeSystem implements BenchSystem {
   private api: NodeProcess | null = null;
   private dispatcher: NodeProcess | null = null;
   private sql: Sql;
+  /** Statements the harness sent to this system's database (`db-work.ts` leaves them out). */
+  readonly harnessStatements: () => number;
   apiUrl = '';
   apiKey = '';
   /** The bench tenant's id (from its creation). */
@@ -68,7 +70,7 @@ export class ChimeSystem implements BenchSystem {
     readonly dbName: string,
     readonly dbUrl: string,
   ) {
-    this.sql = connect(dbUrl);
+    ({ sql: this.sql, statements: this.harnessStatements } = connectCounted(dbUrl));
   }
 
   /** Migrates the template database (`chime migrate`). */

@@ -6,8 +6,9 @@
  * job, when it also has its successful attempt row in the history table (systems/history.ts).
  */
 import { makeWorkerUtils, runMigrations, type WorkerUtils } from 'graphile-worker';
-import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
+import { clientBackendPids, cloneRows, connectCounted, type Sql } from '../db.ts';
 import { payload } from '../peers/post.ts';
+import { GRAPHILE_PUNCTUAL_POLL_MS } from '../peers/tuning.ts';
 import { installHistory, withHistory } from './history.ts';
 import { builtPeer, type NodeProcess, spawnNode } from './process.ts';
 import {
@@ -33,6 +34,8 @@ const ADD_CONCURRENCY = 2;
 export class GraphileSystem implements BenchSystem {
   private worker: NodeProcess | null = null;
   private readonly sql: Sql;
+  /** Statements the harness sent to this system's database (`db-work.ts` leaves them out). */
+  readonly harnessStatements: () => number;
   private utils: WorkerUtils | null = null;
   /** Ids above this are the workload's jobs (below: the scale workload's future rows), read by primary key. */
   private boundaryId = '0';
@@ -45,7 +48,7 @@ export class GraphileSystem implements BenchSystem {
     readonly dbName: string,
     readonly dbUrl: string,
   ) {
-    this.sql = connect(dbUrl);
+    ({ sql: this.sql, statements: this.harnessStatements } = connectCounted(dbUrl));
   }
 
   /** Applies graphile-worker's migrations to the template database and creates the same-work peer's history table. */
@@ -100,6 +103,7 @@ export class GraphileSystem implements BenchSystem {
       BENCH_CALLBACK_URL: this.ctx.callbackUrl,
       BENCH_TUNED: this.spec.tuned ? '1' : '0',
       BENCH_SAME_WORK: this.spec.sameWork ? '1' : '0',
+      BENCH_POLL_INTERVAL_MS: this.spec.punctual ? String(GRAPHILE_PUNCTUAL_POLL_MS) : '',
     });
     await onSpawned?.(this.worker.pid);
     await this.worker.waitForLine((l) => l.trim() === 'ready', 60_000, 'the graphile worker to be ready');

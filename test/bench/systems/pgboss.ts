@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { PgBoss } from 'pg-boss';
-import { clientBackendPids, cloneRows, connect, type Sql } from '../db.ts';
+import { clientBackendPids, cloneRows, connectCounted, type Sql } from '../db.ts';
 import { payload } from '../peers/post.ts';
 import { installHistory, withHistory } from './history.ts';
 import { builtPeer, type NodeProcess, spawnNode } from './process.ts';
@@ -47,6 +47,8 @@ export function harnessBoss(dbUrl: string): PgBoss {
 export class PgBossSystem implements BenchSystem {
   private worker: NodeProcess | null = null;
   private readonly sql: Sql;
+  /** Statements the harness sent to this system's database (`db-work.ts` leaves them out). */
+  readonly harnessStatements: () => number;
   /** Started by `create`. */
   readonly boss: PgBoss;
 
@@ -56,7 +58,7 @@ export class PgBossSystem implements BenchSystem {
     readonly dbName: string,
     readonly dbUrl: string,
   ) {
-    this.sql = connect(dbUrl);
+    ({ sql: this.sql, statements: this.harnessStatements } = connectCounted(dbUrl));
     this.boss = harnessBoss(dbUrl);
   }
 

@@ -9,7 +9,15 @@ import type { DatabaseFactory } from '../db.ts';
  * The configurations measured: Chime with its defaults; each peer with its defaults, with its documented tuning, and
  * tuned with the same work per callback as Chime (`-samework`: signatures and an attempt row, peers/same-work.ts).
  */
-export type SystemId = 'chime' | 'pgboss' | 'pgboss-tuned' | 'pgboss-samework' | 'graphile' | 'graphile-tuned' | 'graphile-samework';
+export type SystemId =
+  | 'chime'
+  | 'pgboss'
+  | 'pgboss-tuned'
+  | 'pgboss-samework'
+  | 'graphile'
+  | 'graphile-tuned'
+  | 'graphile-samework'
+  | 'graphile-punctual';
 export type Family = 'chime' | 'pgboss' | 'graphile';
 
 export type SystemSpec = {
@@ -23,6 +31,12 @@ export type SystemSpec = {
    * handler only POSTs.
    */
   sameWork: boolean;
+  /**
+   * Tuned, and polling as often as it takes to fire due runs as promptly as Chime does (graphile-worker's
+   * `pollInterval`: peers/tuning.ts GRAPHILE_PUNCTUAL_POLL_MS): what a peer pays for Chime's punctuality. It runs the
+   * steady workload only, and ratios compare Chime with it apart (`against: punctual`).
+   */
+  punctual?: boolean;
   label: string;
 };
 
@@ -43,6 +57,7 @@ export const SYSTEMS: readonly SystemSpec[] = Object.freeze([
   { id: 'graphile', family: 'graphile', tuned: false, sameWork: false, label: 'graphile-worker (defaults)' },
   { id: 'graphile-tuned', family: 'graphile', tuned: true, sameWork: false, label: 'graphile-worker (tuned)' },
   { id: 'graphile-samework', family: 'graphile', tuned: true, sameWork: true, label: 'graphile-worker (tuned, same work)' },
+  { id: 'graphile-punctual', family: 'graphile', tuned: true, sameWork: false, punctual: true, label: 'graphile-worker (tuned, punctual)' },
 ]);
 
 /** Shared by every system of a bench run. */
@@ -103,6 +118,8 @@ export interface BenchSystem {
   tally(): Promise<Tally>;
   /** Adds `count` runs due ~10 years from now straight in SQL (`generate_series`), then VACUUM ANALYZE. */
   addFutureRows(count: number): Promise<void>;
+  /** Statements the harness has sent to this system's database so far (left out of its statements per callback). */
+  harnessStatements(): number;
   /** Pids of this database's PostgreSQL client backends except the harness's own. */
   backendPids(): Promise<number[]>;
   /** Stops every process it started and drops its database. */

@@ -7,8 +7,11 @@
  * process the moment it arrives) to the end, so start-up (tsx compile, migrations) is not counted. PostgreSQL CPU
  * is the sum over the database's client backends (the harness's own excepted) from `dbBefore` to the end, sampled
  * every 500 ms so that a backend that exits (node-postgres pools close idle connections after 10 s) keeps what
- * it had used by its last sample: approximate, and a slight lower bound.
+ * it had used by its last sample: approximate, and a slight lower bound. WAL bytes and statements per callback
+ * (`db-work.ts`) span the same phase.
  */
+import type { DatabaseFactory } from '../db.ts';
+import { type DbWork, type DbWorkSample, dbWorkPer, NO_STATEMENTS_NOTE, sampleDbWork } from '../db-work.ts';
 import { cpuDelta, cpuSeconds, cpuSecondsOf, peakRssMiB } from '../proc-stats.ts';
 import type { BenchReceiver, ReceiverStats } from '../receiver.ts';
 import type { LagSummary } from '../stats.ts';
@@ -20,6 +23,14 @@ import type { BenchResult } from './types.ts';
 export const POLL_MS = 100;
 /** Every this many polls, the database's backends are sampled too (so backends that exit lose little). */
 const BACKEND_SAMPLE_EVERY = 5;
+
+/** The database's counters when a measured phase begins: its backends' CPU, and the WAL and statements so far. */
+export type Baseline = { cpu: Record<number, number>; work: DbWorkSample };
+
+/** Reads `sys`'s database counters: call it when the measured phase begins (before the worker starts, for a drain). */
+export async function baselineOf(sys: BenchSystem, databases: DatabaseFactory): Promise<Baseline> {
+  return { cpu: cpuSecondsOf(await sys.backendPids()), work: await sampleDbWork(databases, sys.dbName, sys.harnessStatements()) };
+}
 
 export type Delivery = {
   n: number;
@@ -35,6 +46,7 @@ export type Delivery = {
   lags: LagSummary;
   workerCpuSeconds: number | null;
   dbCpuSeconds: number;
+  dbWork: DbWork;
   /** CPU seconds of the receiver process over the workload: near 1 s per second means it may be the bottleneck. */
   receiverCpuSeconds: number | null;
   peakRssMiB: number | null;
@@ -44,19 +56,19 @@ export type Delivery = {
 /**
  * Waits until the receiver has `n` distinct callbacks and the system records none remaining, or `deadline`
  * (epoch ms) passes, then measures.
- * @param dbBefore CPU sample of the database's backends taken when the measured phase began
+ * @param before the database's counters when the measured phase began (`baselineOf`)
  */
 export async function watchDelivery(
   sys: BenchSystem,
   receiver: BenchReceiver,
-  o: { n: number; deadline: number; dbBefore: Record<number, number>; log: (line: string) => void },
+  o: { n: number; deadline: number; before: Baseline; databases: DatabaseFactory; log: (line: string) => void },
 ): Promise<Delivery> {
   const notes: string[] = [];
   let doneAt: number | null = null;
   let lastLog = Date.now();
   let stats: ReceiverStats;
   const receiverCpuBefore = cpuSeconds(receiver.pid);
-  const dbSeen: Record<number, number> = { ...o.dbBefore };
+  const dbSeen: Record<number, number> = { ...o.before.cpu };
   const sampleBackends = async () => Object.assign(dbSeen, cpuSecondsOf(await sys.backendPids()));
   for (let polls = 0; ; polls++) {
     if (polls % BACKEND_SAMPLE_EVERY === 0) await sampleBackends();
@@ -82,9 +94,11 @@ export async function watchDelivery(
   const workerEnd = pid === null ? null : cpuSeconds(pid);
   const workerStart = pid === null ? undefined : stats.cpuAtFirst?.[pid];
   await sampleBackends();
+  const workAfter = await sampleDbWork(o.databases, sys.dbName, sys.harnessStatements());
   const receiverCpuAfter = cpuSeconds(receiver.pid);
   stats = await receiver.stats();
   const tally = await sys.tally();
+  if (workAfter.calls === null) notes.push(NO_STATEMENTS_NOTE);
   if (stats.total > stats.unique) notes.push(`${stats.total - stats.unique} duplicate deliveries`);
   notes.push(...(tally.notes ?? []));
   return {
@@ -98,7 +112,8 @@ export async function watchDelivery(
     retries: tally.retries,
     lags: await receiver.lags(),
     workerCpuSeconds: workerEnd !== null && workerStart !== undefined ? workerEnd - workerStart : null,
-    dbCpuSeconds: cpuDelta(o.dbBefore, dbSeen),
+    dbCpuSeconds: cpuDelta(o.before.cpu, dbSeen),
+    dbWork: await dbWorkPer(o.databases.adminSql, o.before.work, workAfter, stats.unique),
     receiverCpuSeconds: receiverCpuBefore !== null && receiverCpuAfter !== null ? receiverCpuAfter - receiverCpuBefore : null,
     peakRssMiB: pid === null ? null : peakRssMiB(pid),
     notes,
@@ -137,6 +152,8 @@ export function deliveryResult(
       ...figures,
       cpuSecondsPer1k: per1k(d.workerCpuSeconds, d.stats.unique),
       dbCpuSecondsPer1k: per1k(d.dbCpuSeconds, d.stats.unique),
+      walBytesPerCallback: d.dbWork.walBytesPerCallback,
+      statementsPerCallback: d.dbWork.statementsPerCallback,
       peakRssMiB: d.peakRssMiB,
       receiverCpuSecondsPer1k: per1k(d.receiverCpuSeconds, d.stats.total),
     },

@@ -2,11 +2,10 @@
  * Workload 1, drain: `n` runs already due when the worker starts (registered with it stopped); callbacks per
  * second until all are delivered and recorded. `backlogDrain` is also the body of the scale and slow workloads.
  */
-import { cpuSecondsOf } from '../proc-stats.ts';
 import type { BenchReceiver } from '../receiver.ts';
 import { withSystem } from '../systems/index.ts';
 import type { BenchContext, BenchSystem, EnqueueResult, SystemSpec } from '../systems/types.ts';
-import { callbacksPerSecond, type Delivery, deliveryResult, watchDelivery } from './common.ts';
+import { baselineOf, callbacksPerSecond, type Delivery, deliveryResult, watchDelivery } from './common.ts';
 import { capFor, type Plan } from './plan.ts';
 import type { BenchResult } from './types.ts';
 
@@ -28,10 +27,16 @@ export async function backlogDrain(
   deps.ctx.log(
     `  ${sys.spec.id}: registered ${o.n.toLocaleString('en')} runs at ${Math.round(enqueue.jobsPerSecond).toLocaleString('en')}/s`,
   );
-  const dbBefore = cpuSecondsOf(await sys.backendPids());
+  const before = await baselineOf(sys, deps.ctx.databases);
   const spawnedAt = Date.now();
   await sys.startWorker((pid) => deps.receiver.watch([pid]));
-  const delivery = await watchDelivery(sys, deps.receiver, { n: o.n, deadline: spawnedAt + o.capMs, dbBefore, log: deps.ctx.log });
+  const delivery = await watchDelivery(sys, deps.receiver, {
+    n: o.n,
+    deadline: spawnedAt + o.capMs,
+    before,
+    databases: deps.ctx.databases,
+    log: deps.ctx.log,
+  });
   return { delivery, enqueue, spawnedAt };
 }
 

@@ -16,12 +16,11 @@
  * jobs are in it side by side.
  */
 import { shardOf } from '../../../src/domain/shard.ts';
-import { cpuSecondsOf } from '../proc-stats.ts';
 import type { TagStats } from '../receiver.ts';
 import { ChimeSystem, type ChimeTenant } from '../systems/chime.ts';
 import { withSystem } from '../systems/index.ts';
 import type { BenchSystem, SystemSpec } from '../systems/types.ts';
-import { type Delivery, deliveryResult, watchDelivery } from './common.ts';
+import { baselineOf, type Delivery, deliveryResult, watchDelivery } from './common.ts';
 import type { WorkloadDeps } from './drain.ts';
 import { capFor, type NoisyPlan } from './plan.ts';
 import type { BenchResult } from './types.ts';
@@ -95,7 +94,7 @@ async function round(sys: BenchSystem, deps: WorkloadDeps, o: { aUrls: string[];
   ctx.log(
     `  ${sys.spec.id}: registered A's ${p.aN.toLocaleString('en')} runs over ${o.aUrls.length} destinations at ${Math.round(enqueue.jobsPerSecond).toLocaleString('en')}/s`,
   );
-  const dbBefore = cpuSecondsOf(await sys.backendPids());
+  const before = await baselineOf(sys, ctx.databases);
   const spawnedAt = Date.now();
   await sys.startWorker((pid) => receiver.watch([pid]));
   const readyAt = Date.now();
@@ -111,7 +110,13 @@ async function round(sys: BenchSystem, deps: WorkloadDeps, o: { aUrls: string[];
     );
   }
 
-  const delivery = await watchDelivery(sys, receiver, { n: p.aN + bDue.length, deadline: spawnedAt + o.capMs, dbBefore, log: ctx.log });
+  const delivery = await watchDelivery(sys, receiver, {
+    n: p.aN + bDue.length,
+    deadline: spawnedAt + o.capMs,
+    before,
+    databases: ctx.databases,
+    log: ctx.log,
+  });
   const tags = await receiver.tags();
   return { delivery, a: tags[TAG_A], b: tags[TAG_B], bDue, notes };
 }

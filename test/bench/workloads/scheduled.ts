@@ -7,9 +7,8 @@
  * expected registration time + 1 s, at least `minLeadMs`. A registration that still overruns is noted in the
  * result, since its lags are then not clean.
  */
-import { cpuSecondsOf } from '../proc-stats.ts';
 import { BATCH_SIZE, type BenchSystem, FUTURE_OFFSET_MS } from '../systems/types.ts';
-import { type Delivery, watchDelivery } from './common.ts';
+import { baselineOf, type Delivery, watchDelivery } from './common.ts';
 import type { WorkloadDeps } from './drain.ts';
 import { capFor } from './plan.ts';
 
@@ -44,8 +43,14 @@ export async function scheduledDelivery(
   ctx.log(
     `  ${sys.spec.id}: registered ${n.toLocaleString('en')} runs at ${Math.round(enqueue.jobsPerSecond).toLocaleString('en')}/s; first due in ${Math.max(0, -late)} ms`,
   );
-  const dbBefore = cpuSecondsOf(await sys.backendPids());
+  const before = await baselineOf(sys, ctx.databases);
   const lastDue = due[n - 1]!;
-  const delivery = await watchDelivery(sys, receiver, { n, deadline: lastDue + capFor(deps.plan, sys.spec), dbBefore, log: ctx.log });
+  const delivery = await watchDelivery(sys, receiver, {
+    n,
+    deadline: lastDue + capFor(deps.plan, sys.spec),
+    before,
+    databases: ctx.databases,
+    log: ctx.log,
+  });
   return { delivery, t0, lastDue, enqueueJobsPerSecond: enqueue.jobsPerSecond, notes };
 }

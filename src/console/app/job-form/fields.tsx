@@ -3,7 +3,7 @@
  * label, hint and error for assistive technology; they read and write the form through `FormApi`.
  */
 import { Field } from '../ui.tsx';
-import { type Errors, type FieldName, type FormState, LABELS, type TextName } from './form-model.ts';
+import { controlId, type ErrorKey, type Errors, type FieldName, type FormState, LABELS, type TextName } from './form-model.ts';
 
 /** The form as its controls see it: the values, the messages by field, and the setter. */
 export type FormApi = {
@@ -13,14 +13,16 @@ export type FormApi = {
 };
 
 /** The attributes every control shares: id, name, and its error for assistive technology. */
-function controlAttrs(f: FormApi, name: FieldName) {
+export function keyAttrs(errors: Errors, key: ErrorKey) {
+  const id = controlId(key);
   return {
-    id: `f-${name}`,
-    name,
-    'aria-invalid': f.errors[name] ? (true as const) : undefined,
-    'aria-describedby': f.errors[name] ? `f-${name}-error` : undefined,
+    id,
+    name: key,
+    'aria-invalid': errors[key] ? (true as const) : undefined,
+    'aria-describedby': errors[key] ? `${id}-error` : undefined,
   };
 }
+const controlAttrs = (f: FormApi, name: FieldName) => keyAttrs(f.errors, name);
 
 /** What a text field may set besides its value (the attributes the form uses). */
 type InputAttrs = {

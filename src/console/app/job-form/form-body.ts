@@ -2,9 +2,20 @@
  * The job form's model, part 2: reading the form (text, as typed) into the API's job body, with a message beside each
  * field it cannot read, and the part of an edit that changed. Pure (test/console/job-form-model.test.ts).
  */
-import type { Schedule } from '../types.ts';
+import type { Schedule, UnionMember } from '../types.ts';
 import { instantOfWallTime } from '../zones.ts';
-import { addError, type Errors, type FieldName, type FormState } from './form-model.ts';
+import {
+  addError,
+  type ErrorKey,
+  type Errors,
+  type FormState,
+  MAX_UNION_SCHEDULES,
+  type MemberField,
+  type MemberType,
+  MIN_UNION_SCHEDULES,
+  memberKey,
+  thenKey,
+} from './form-model.ts';
 
 /** A job body as the form builds it (the API's `JobBodySchema` input; `null` clears a field on an edit). */
 export type JobBodyDraft = Record<string, unknown>;
@@ -44,7 +55,7 @@ export function parseTime(text: string, zone: string, exact: ReadonlyMap<string,
 }
 
 /** A number typed in a field: a finite number (a whole one when `integer`), or null with the message in `errors`. */
-function readNumber(text: string, field: FieldName, errors: Errors, opts: { integer?: boolean } = {}): number | null {
+function readNumber(text: string, field: ErrorKey, errors: Errors, opts: { integer?: boolean } = {}): number | null {
   const t = text.trim();
   const n = Number(t);
   if (!t || !Number.isFinite(n)) {
@@ -67,7 +78,7 @@ function lines(text: string): [number, string][] {
 }
 
 /** `Name<sep>value` lines as a record, a message beside `field` for each line without the separator. */
-function pairs(text: string, sep: string, field: FieldName, errors: Errors, expected: string): Record<string, string> {
+function pairs(text: string, sep: string, field: ErrorKey, errors: Errors, expected: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [n, line] of lines(text)) {
     const at = line.indexOf(sep);
@@ -75,6 +86,55 @@ function pairs(text: string, sep: string, field: FieldName, errors: Errors, expe
     else out[line.slice(0, at).trim()] = line.slice(at + 1).trim();
   }
   return out;
+}
+
+/** How one schedule's fields are read: the zone and stored times of the form, and where its messages go. */
+type Reader = { zone: string; exact: ReadonlyMap<string, string>; errors: Errors; key: (field: MemberField | 'delay') => ErrorKey };
+
+/** A time typed in `field`: UTC ISO, or undefined (the message beside the field when it is required or unreadable). */
+function readTime(r: Reader, field: MemberField, text: string, required: boolean): string | undefined {
+  if (!text.trim()) {
+    if (required) addError(r.errors, r.key(field), 'enter a date and time');
+    return undefined;
+  }
+  const iso = parseTime(text, r.zone, r.exact);
+  if (!iso) addError(r.errors, r.key(field), 'not a date and time');
+  return iso ?? undefined;
+}
+
+/** Seconds typed in `field`, as ms (0 when unreadable, with the message beside the field). */
+function readSeconds(r: Reader, field: MemberField | 'delay', text: string): number {
+  const n = readNumber(text, r.key(field), r.errors);
+  return n === null ? 0 : Math.round(n * 1000);
+}
+
+/** A schedule of a kind a union may hold, read from its fields. */
+function readMember(type: MemberType, f: Record<MemberField, string>, r: Reader): UnionMember {
+  const span = () => {
+    const startAt = readTime(r, 'start', f.start, false);
+    const endAt = readTime(r, 'end', f.end, false);
+    return { ...(startAt ? { startAt } : {}), ...(endAt ? { endAt } : {}) };
+  };
+  switch (type) {
+    case 'once':
+      return { type: 'once', at: readTime(r, 'at', f.at, true) ?? '' };
+    case 'interval':
+      return { type: 'interval', everyMs: readSeconds(r, 'every', f.every), ...span() };
+    case 'dates': {
+      const dates: string[] = [];
+      for (const [n, line] of lines(f.dates)) {
+        const iso = parseTime(line, r.zone, r.exact);
+        if (iso) dates.push(iso);
+        else addError(r.errors, r.key('dates'), `line ${n}: "${line}" is not a date and time`);
+      }
+      if (lines(f.dates).length === 0) addError(r.errors, r.key('dates'), 'enter at least one date and time');
+      return { type: 'dates', dates };
+    }
+    case 'cron':
+      // 5 fields, 6 with seconds first, or a macro: the API checks the expression (the live preview shows what it says).
+      if (!f.expr.trim()) addError(r.errors, r.key('expr'), 'enter a cron expression, such as 0 9 * * *');
+      return { type: 'cron', expression: f.expr.trim(), timezone: f.tz || 'UTC', ...span() };
+  }
 }
 
 /**
@@ -87,53 +147,30 @@ export function scheduleOfForm(
   exact: ReadonlyMap<string, string> = new Map(),
 ): { schedule: Schedule; errors: Errors } {
   const errors: Errors = {};
-  const time = (field: FieldName, text: string, required: boolean): string | undefined => {
-    if (!text.trim()) {
-      if (required) addError(errors, field, 'enter a date and time');
-      return undefined;
-    }
-    const iso = parseTime(text, zone, exact);
-    if (!iso) addError(errors, field, 'not a date and time');
-    return iso ?? undefined;
-  };
-  const seconds = (field: FieldName, text: string): number => {
-    const n = readNumber(text, field, errors);
-    return n === null ? 0 : Math.round(n * 1000);
-  };
-  const span = () => {
-    const startAt = time('start', s.start, false);
-    const endAt = time('end', s.end, false);
-    return { ...(startAt ? { startAt } : {}), ...(endAt ? { endAt } : {}) };
-  };
-  let schedule: Schedule;
+  const own: Reader = { zone, exact, errors, key: (field) => field };
   switch (s.type) {
-    case 'once':
-      schedule = { type: 'once', at: time('at', s.at, true) ?? '' };
-      break;
     case 'delay':
-      schedule = { type: 'delay', delayMs: seconds('delay', s.delay) };
-      break;
-    case 'interval':
-      schedule = { type: 'interval', everyMs: seconds('every', s.every), ...span() };
-      break;
-    case 'dates': {
-      const dates: string[] = [];
-      for (const [n, line] of lines(s.dates)) {
-        const iso = parseTime(line, zone, exact);
-        if (iso) dates.push(iso);
-        else addError(errors, 'dates', `line ${n}: "${line}" is not a date and time`);
-      }
-      if (lines(s.dates).length === 0) addError(errors, 'dates', 'enter at least one date and time');
-      schedule = { type: 'dates', dates };
-      break;
+      return { schedule: { type: 'delay', delayMs: readSeconds(own, 'delay', s.delay) }, errors };
+    case 'union': {
+      if (s.members.length < MIN_UNION_SCHEDULES) addError(errors, 'members', `add at least ${MIN_UNION_SCHEDULES} schedules`);
+      if (s.members.length > MAX_UNION_SCHEDULES) addError(errors, 'members', `at most ${MAX_UNION_SCHEDULES} schedules`);
+      const schedules = s.members.map((m, i) =>
+        readMember(m.type, m, { zone, exact, errors, key: (field) => memberKey(i, field as MemberField) }),
+      );
+      return { schedule: { type: 'union', schedules }, errors };
     }
-    case 'cron':
-      if (!s.expr.trim()) addError(errors, 'expr', 'enter a cron expression, such as 0 9 * * *');
-      schedule = { type: 'cron', expression: s.expr.trim(), timezone: s.tz || 'UTC', ...span() };
-      break;
+    default:
+      return { schedule: readMember(s.type, s, own), errors };
   }
-  return { schedule, errors };
 }
+
+/** The form's calendar as the API takes it (`{ key, roll }`), or null for none. */
+export function calendarOfForm(s: Pick<FormState, 'calendar' | 'roll'>): { key: string; roll: string } | null {
+  const key = s.calendar.trim();
+  return key ? { key, roll: s.roll } : null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The job body of the form, and what it cannot read (by field). A new job's body leaves out what is empty; an edit's
@@ -184,7 +221,7 @@ export function bodyOfForm(
   else if (edit) body.body = null;
 
   const retry: Record<string, unknown> = { strategy: s.strategy };
-  const optional = (text: string, field: FieldName, integer: boolean) =>
+  const optional = (text: string, field: ErrorKey, integer: boolean) =>
     text.trim() ? readNumber(text, field, errors, { integer }) : undefined;
   // A schedule's attempts follow its delays; the formulas' fields mean nothing to it (maxDelayMs still caps Retry-After).
   const listed = s.strategy === 'schedule';
@@ -213,8 +250,23 @@ export function bodyOfForm(
   body.overlapPolicy = s.overlap;
   body.catchUp = s.catchUp;
   body.jitterMs = s.jitter.trim() ? readNumber(s.jitter, 'jitter', errors, { integer: true }) : 0;
+  body.jitterMode = s.jitterMode;
   body.pauseAfterFailures = s.pause.trim() ? readNumber(s.pause, 'pause', errors, { integer: true }) : 0;
   body.metadata = pairs(s.metadata, '=', 'metadata', errors, 'key=value');
+
+  const calendar = calendarOfForm(s);
+  if (calendar) body.calendar = calendar;
+  else if (edit) body.calendar = null;
+  if (s.maxRuns.trim()) body.maxRuns = readNumber(s.maxRuns, 'maxRuns', errors, { integer: true });
+  else if (edit) body.maxRuns = null;
+  const then = s.then.map((link, i) => {
+    const jobId = link.jobId.trim();
+    if (!jobId) addError(errors, thenKey(i, 'jobId'), 'choose a job');
+    else if (!UUID.test(jobId)) addError(errors, thenKey(i, 'jobId'), 'not a job id: choose a job from the list');
+    return { jobId, on: link.on };
+  });
+  if (then.length) body.then = then;
+  else if (edit) body.then = null;
   return { body, errors };
 }
 

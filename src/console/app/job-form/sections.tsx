@@ -4,18 +4,25 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useMemo } from 'preact/hooks';
-import { viewerZone, zoneChoices } from '../zones.ts';
-import { AreaField, CheckField, type FormApi, LocalTimeField, SelectField, TextField, TokenField } from './fields.tsx';
+import type { Calendar } from '../types.ts';
+import { Field } from '../ui.tsx';
+import { zoneChoices } from '../zones.ts';
+import { AreaField, CheckField, type FormApi, keyAttrs, LocalTimeField, SelectField, TextField, TokenField } from './fields.tsx';
 import {
   ADVANCED_FIELDS,
+  CALENDAR_ROLLS,
   CATCH_UP_POLICIES,
   DELIVERY_MODES,
   HTTP_METHODS,
+  JITTER_MODES,
+  LABELS,
   OVERLAP_POLICIES,
   RETRY_STRATEGIES,
   SCHEDULE_TYPES,
   scheduleFields,
 } from './form-model.ts';
+import { ThenLinks } from './then-links.tsx';
+import { scheduleHints, UnionFields } from './union-fields.tsx';
 
 /** A fieldset with its legend. */
 function Section({ legend, children }: { legend: string; children: ComponentChildren }) {
@@ -46,40 +53,87 @@ export function JobSection({ f, edit }: { f: FormApi; edit: boolean }) {
   );
 }
 
-/** The schedule: its type, the fields of that type, and `preview` (the next occurrences) under them. */
-export function ScheduleSection({ f, preview }: { f: FormApi; preview: ComponentChildren }) {
+/**
+ * The schedule: its type, the fields of that type (a union: its schedules), the calendar and the limit of runs, and
+ * `preview` (the next occurrences) under them.
+ * @param calendars the tenant's calendars to choose from; undefined while they load, null when this key cannot list
+ *   them (the key is typed)
+ */
+export function ScheduleSection({
+  f,
+  preview,
+  calendars,
+}: {
+  f: FormApi;
+  preview: ComponentChildren;
+  calendars: Calendar[] | null | undefined;
+}) {
   const zones = useMemo(() => zoneChoices(f.state.tz), [f.state.tz]);
   const shown = scheduleFields(f.state.type);
-  const yours = `in your time zone (${viewerZone()})`;
+  const hints = scheduleHints();
   return (
     <Section legend="Schedule">
       <div class="grid">
-        <SelectField f={f} name="type" options={SCHEDULE_TYPES} />
-        {shown.includes('at') && <LocalTimeField f={f} name="at" hint={`In your time zone (${viewerZone()})`} />}
+        <SelectField f={f} name="type" options={SCHEDULE_TYPES} hint={f.state.type === 'union' ? 'Several schedules as one' : undefined} />
+        {shown.includes('at') && <LocalTimeField f={f} name="at" hint={hints.at} />}
         {shown.includes('delay') && <TextField f={f} name="delay" hint="After the job is saved" attrs={{ inputMode: 'decimal' }} />}
-        {shown.includes('every') && <TextField f={f} name="every" hint="At least 1 second" attrs={{ inputMode: 'decimal' }} />}
+        {shown.includes('every') && <TextField f={f} name="every" hint={hints.every} attrs={{ inputMode: 'decimal' }} />}
         {shown.includes('expr') && (
-          <TextField
-            f={f}
-            name="expr"
-            hint="minute hour day-of-month month day-of-week, or @daily, @hourly…"
-            attrs={{ placeholder: '0 9 * * *', spellcheck: false, autocomplete: 'off' }}
-          />
+          <TextField f={f} name="expr" hint={hints.expr} attrs={{ placeholder: '0 9 * * *', spellcheck: false, autocomplete: 'off' }} />
         )}
-        {shown.includes('tz') && <SelectField f={f} name="tz" options={zones} hint="The zone whose clock the expression follows" />}
-        {shown.includes('start') && <LocalTimeField f={f} name="start" hint={`Optional, ${yours}`} />}
-        {shown.includes('end') && <LocalTimeField f={f} name="end" hint={`Optional, ${yours}`} />}
+        {shown.includes('tz') && <SelectField f={f} name="tz" options={zones} hint={hints.tz} />}
+        {shown.includes('start') && <LocalTimeField f={f} name="start" hint={hints.start} />}
+        {shown.includes('end') && <LocalTimeField f={f} name="end" hint={hints.end} />}
       </div>
       {shown.includes('dates') && (
-        <AreaField
-          f={f}
-          name="dates"
-          placeholder={'2026-12-01T09:00\n2026-12-24T18:30:00Z'}
-          hint={`RFC 3339 with an offset, or 2026-12-01T09:00 ${yours}`}
-        />
+        <AreaField f={f} name="dates" placeholder={'2026-12-01T09:00\n2026-12-24T18:30:00Z'} hint={hints.dates} />
       )}
+      {shown.includes('members') && <UnionFields f={f} />}
+      <div class="grid">
+        <CalendarField f={f} calendars={calendars} />
+        <SelectField
+          f={f}
+          name="roll"
+          options={CALENDAR_ROLLS}
+          hint="With a calendar: on a weekend day or holiday, skip the run, or move it to the next / previous business day"
+        />
+        <TextField
+          f={f}
+          name="maxRuns"
+          hint="Empty: no limit. After this many scheduled runs the job completes"
+          attrs={{ inputMode: 'numeric' }}
+        />
+      </div>
       {preview}
     </Section>
+  );
+}
+
+/** The calendar: chosen among the tenant's (its name beside its key), or typed when they cannot be listed. */
+function CalendarField({ f, calendars }: { f: FormApi; calendars: Calendar[] | null | undefined }) {
+  const value = f.state.calendar;
+  if (calendars === null) {
+    return (
+      <TextField
+        f={f}
+        name="calendar"
+        hint="The key of one of your calendars; empty: none"
+        attrs={{ spellcheck: false, autocomplete: 'off', maxLength: 100 }}
+      />
+    );
+  }
+  const known = calendars === undefined || calendars.some((c) => c.key === value);
+  return (
+    <Field id="f-calendar" label={LABELS.calendar} error={f.errors.calendar} hint="Weekend days and holidays (see Calendars)">
+      <select {...keyAttrs(f.errors, 'calendar')} value={value} onChange={(e) => f.set('calendar', e.currentTarget.value)}>
+        <option value="">none</option>
+        {(calendars ?? []).map((c) => (
+          <option value={c.key}>{c.name ? `${c.name} (${c.key})` : c.key}</option>
+        ))}
+        {value && !known && <option value={value}>{value} (not found)</option>}
+        {value && calendars === undefined && <option value={value}>{value}</option>}
+      </select>
+    </Field>
   );
 }
 
@@ -145,12 +199,33 @@ export function DeliverySection({ f }: { f: FormApi }) {
         <summary>More options: backoff multiplier, retry jitter, overlap, catch-up, jitter</summary>
         <div class="grid">
           <TextField f={f} name="multiplier" hint="Exponential backoff: 1 to 10" attrs={{ inputMode: 'decimal' }} />
-          <SelectField f={f} name="overlap" options={OVERLAP_POLICIES} hint="skip: no new run while the previous one is in flight" />
+          <SelectField
+            f={f}
+            name="overlap"
+            options={OVERLAP_POLICIES}
+            hint="While a run is in flight: allow another; skip the next; or buffer-one: the next waits for it to end (later ones skipped)"
+          />
           <SelectField f={f} name="catchUp" options={CATCH_UP_POLICIES} hint="After downtime: one missed run, all, or none" />
-          <TextField f={f} name="jitter" hint="Each run fires up to this much later (stable per job)" attrs={{ inputMode: 'numeric' }} />
+          <TextField f={f} name="jitter" hint="Each run fires up to this much later" attrs={{ inputMode: 'numeric' }} />
+          <SelectField
+            f={f}
+            name="jitterMode"
+            options={JITTER_MODES}
+            hint="stable: the same offset every time; random: a new one each run; spread: where your runs to this destination are fewest"
+          />
         </div>
         <CheckField f={f} name="retryJitter" />
       </details>
+    </Section>
+  );
+}
+
+/** The jobs to trigger when a run of this one ends (`then`). */
+export function ThenSection({ f, selfId }: { f: FormApi; selfId: string | null }) {
+  return (
+    <Section legend="Then">
+      <p class="hint">Trigger other jobs of yours when a run of this one ends: each gets a run of its own, told which run came before.</p>
+      <ThenLinks f={f} selfId={selfId} />
     </Section>
   );
 }

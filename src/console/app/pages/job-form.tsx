@@ -7,32 +7,63 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
 import { ApiProblem } from '../api.ts';
+import { sortFieldErrors } from '../job-form/field-paths.ts';
 import type { FormApi } from '../job-form/fields.tsx';
 import { bodyOfForm, changedFields } from '../job-form/form-body.ts';
 import {
   blankForm,
+  controlId,
+  type ErrorKey,
   type Errors,
   type FormState,
   formFromJob,
   SCHEDULE_FIELDS,
-  sortFieldErrors,
   visibleFields,
+  withType,
 } from '../job-form/form-model.ts';
 import { SchedulePreview, useSchedulePreview } from '../job-form/preview.tsx';
-import { CallbackSection, DataSection, DeliverySection, JobSection, RetrySection, ScheduleSection } from '../job-form/sections.tsx';
+import {
+  CallbackSection,
+  DataSection,
+  DeliverySection,
+  JobSection,
+  RetrySection,
+  ScheduleSection,
+  ThenSection,
+} from '../job-form/sections.tsx';
+import { listAllCalendars } from '../parts/calendar-list.ts';
 import { jobLabel } from '../parts/job-names.tsx';
 import { isNoSuchJob, NoSuchJob } from '../parts/notices.tsx';
 import { useSession } from '../session.tsx';
-import type { Job } from '../types.ts';
+import type { Calendar, Job } from '../types.ts';
 import { ErrorNote, useAsync } from '../ui.tsx';
 import { viewerZone } from '../zones.ts';
 
 /** What a submit did not save: the messages by field, the one above the form, and whether to say "not saved". */
 type Refusal = { byField: Errors; top: unknown; notSaved: boolean };
 
+/** Forgets the messages about `name` and, for a list (a union's schedules, the links), about each of its entries. */
+function forget(byField: Errors, name: ErrorKey): void {
+  delete byField[name];
+  for (const key of Object.keys(byField) as ErrorKey[]) if (key.startsWith(`${name}.`)) delete byField[key];
+}
+
+/**
+ * The tenant's calendars for the form's choice: undefined while they load, null when this key cannot list them (then
+ * the calendar's key is typed).
+ */
+function useCalendars(): Calendar[] | null | undefined {
+  const { api, can } = useSession();
+  const allowed = can('calendars:manage');
+  const list = useAsync(async () => (allowed ? listAllCalendars(api) : null), [allowed]);
+  if (list.error) return null;
+  return list.loading && list.data === undefined ? undefined : (list.data ?? null);
+}
+
 /** The form itself, for a new job (`job` null) or an existing one. */
 function JobForm({ job }: { job: Job | null }) {
   const { api } = useSession();
+  const calendars = useCalendars();
   const { route } = useLocation();
   const edit = job !== null;
   const zone = useMemo(viewerZone, []);
@@ -44,17 +75,17 @@ function JobForm({ job }: { job: Job | null }) {
   const [focusTick, setFocusTick] = useState(0);
   const preview = useSchedulePreview(api, state, zone, exact);
 
-  const visible = visibleFields(state.type, edit);
+  const visible = visibleFields(state.type, edit, { members: state.members, then: state.then });
   const errors: Errors = { ...preview.errors, ...refusal?.byField };
 
   const set: FormApi['set'] = (name, value) => {
-    setState((s) => ({ ...s, [name]: value }));
+    setState((s) => (name === 'type' ? withType(s, value as FormState['type']) : { ...s, [name]: value }));
     setRefusal((r) => {
       if (!r) return r;
       const byField = { ...r.byField };
-      delete byField[name];
+      forget(byField, name);
       // The live preview checks the schedule again: its older errors are stale.
-      if (SCHEDULE_FIELDS.includes(name)) for (const f of SCHEDULE_FIELDS) delete byField[f];
+      if (SCHEDULE_FIELDS.includes(name)) for (const f of SCHEDULE_FIELDS) forget(byField, f);
       return { byField, top: r.top, notSaved: false };
     });
   };
@@ -67,7 +98,7 @@ function JobForm({ job }: { job: Job | null }) {
   useEffect(() => {
     if (focusTick === 0) return;
     const first = visible.find((f) => errors[f]);
-    if (first) document.getElementById(`f-${first}`)?.focus();
+    if (first) document.getElementById(controlId(first))?.focus();
   }, [focusTick]);
 
   const onSubmit = async (e: Event) => {
@@ -112,10 +143,15 @@ function JobForm({ job }: { job: Job | null }) {
       <form class="job-form" noValidate onSubmit={onSubmit} aria-busy={saving ? 'true' : undefined}>
         <ErrorNote error={refusal?.top} />
         <JobSection f={f} edit={edit} />
-        <ScheduleSection f={f} preview={<SchedulePreview preview={preview.preview} unreadable={preview.unreadable} />} />
+        <ScheduleSection
+          f={f}
+          calendars={calendars}
+          preview={<SchedulePreview preview={preview.preview} unreadable={preview.unreadable} calendars={calendars} />}
+        />
         <CallbackSection f={f} tokenSet={job?.callback.hasAuthToken ?? false} />
         <RetrySection f={f} />
         <DeliverySection f={f} />
+        <ThenSection f={f} selfId={job?.jobId ?? null} />
         <DataSection f={f} />
         <div class="actions">
           <button type="submit" class="primary" disabled={saving}>

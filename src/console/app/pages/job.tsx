@@ -17,7 +17,7 @@ import { lastRunOf } from '../parts/run-order.ts';
 import { RunsTable } from '../parts/runs-table.tsx';
 import type { AnySchedule } from '../schedule-words.ts';
 import { useSession } from '../session.tsx';
-import type { Job, Page, Run, Schedule } from '../types.ts';
+import type { Calendar, Job, Page, Run, Schedule, SchedulePreview, UnionMember } from '../types.ts';
 import { ConfirmButton, ErrorNote, Field, useAction, useAsync, usePager } from '../ui.tsx';
 
 const RUN_PAGE_SIZE = 25;
@@ -26,7 +26,7 @@ const LAST_RUN_WINDOW = 10;
 
 /**
  * The schedule to preview a stored job's next occurrences with: a stored `delay` is the instant it resolved to, and a
- * date list keeps its dates still to come. Null when nothing is left.
+ * date list keeps its dates still to come (a union, its schedules with something left). Null when nothing is left.
  */
 function previewable(s: AnySchedule): Schedule | null {
   if (s.type === 'delay') return 'at' in s && s.at ? { type: 'once', at: s.at } : null;
@@ -35,20 +35,36 @@ function previewable(s: AnySchedule): Schedule | null {
     const dates = s.dates.filter((d) => Date.parse(d) > now);
     return dates.length ? { type: 'dates', dates } : null;
   }
+  if (s.type === 'union') {
+    const left = s.schedules.map((m) => previewable(m) as UnionMember | null).filter((m) => m !== null);
+    return left.length > 1 ? { type: 'union', schedules: left } : (left[0] ?? null);
+  }
   return s;
 }
 
-/** The next 10 occurrences of an active or paused job's schedule. */
+/** The next 10 occurrences of an active or paused job's schedule, with what its calendar moves or skips. */
 function NextOccurrences({ job }: { job: Job }) {
-  const { api } = useSession();
+  const { api, can } = useSession();
   const schedule = previewable(job.schedule);
-  const key = JSON.stringify(schedule);
+  const key = JSON.stringify([schedule, job.calendar]);
   const preview = useAsync(
-    async () =>
-      schedule ? (await api<{ occurrences: string[] }>('POST', '/v1/schedules/preview', { schedule, count: 10 })).occurrences : [],
+    async (): Promise<SchedulePreview> =>
+      schedule
+        ? api<SchedulePreview>('POST', '/v1/schedules/preview', {
+            schedule,
+            ...(job.calendar ? { calendar: job.calendar } : {}),
+            count: 10,
+          })
+        : { occurrences: [] },
     [key],
   );
-  const list = preview.data;
+  // The calendar itself says why an occurrence moved (a holiday, a weekend day): read when this key may.
+  const calendarKey = job.calendar && can('calendars:manage') ? job.calendar.key : null;
+  const calendar = useAsync(
+    async () => (calendarKey ? api<Calendar>('GET', `/v1/calendars/${encodeURIComponent(calendarKey)}`).catch(() => undefined) : undefined),
+    [calendarKey],
+  );
+  const list = preview.data?.occurrences;
   return (
     <section aria-labelledby="next-h">
       <h2 id="next-h">Next occurrences</h2>
@@ -58,7 +74,9 @@ function NextOccurrences({ job }: { job: Job }) {
         <ErrorNote error={preview.error} />
       )}
       {list && list.length === 0 && !preview.error && <p class="muted">No occurrence left.</p>}
-      {list && list.length > 0 && <Occurrences list={list} zone={scheduleZone(job)} />}
+      {list && list.length > 0 && (
+        <Occurrences list={list} zone={scheduleZone(job)} moves={preview.data?.calendar} calendar={calendar.data} />
+      )}
     </section>
   );
 }

@@ -4,9 +4,11 @@
  * viewer's zone beside the schedule's own.
  */
 import type { ComponentChildren } from 'preact';
-import { describeRetry, describeSchedule, durationWords } from '../schedule-words.ts';
+import { type AnySchedule, describeRetry, describeSchedule, durationWords } from '../schedule-words.ts';
+import { useSession } from '../session.tsx';
 import type { Job, Run } from '../types.ts';
 import { Status, Time } from '../ui.tsx';
+import { JobLink, useJobNames } from './job-names.tsx';
 
 /** Why a job is paused, in words. */
 function pausedWhy(job: Job): string | null {
@@ -24,10 +26,37 @@ function pausedWhy(job: Job): string | null {
   }
 }
 
-/** The zone a job's schedule keeps its own clock in (a cron schedule's), if any. */
-export function scheduleZone(job: Pick<Job, 'schedule'>): string | undefined {
-  return job.schedule.type === 'cron' ? (job.schedule.timezone ?? 'UTC') : undefined;
+/** The zone a schedule keeps its own clock in: a cron schedule's, or the one zone of a union's cron schedules; if any. */
+export function scheduleZoneOf(schedule: AnySchedule): string | undefined {
+  if (schedule.type === 'cron') return schedule.timezone ?? 'UTC';
+  if (schedule.type !== 'union') return undefined;
+  const zones = new Set(schedule.schedules.flatMap((m) => (m.type === 'cron' ? [m.timezone ?? 'UTC'] : [])));
+  return zones.size === 1 ? [...zones][0] : undefined;
 }
+
+/** The zone a job's schedule keeps its own clock in (`scheduleZoneOf`), if any. */
+export function scheduleZone(job: Pick<Job, 'schedule'>): string | undefined {
+  return scheduleZoneOf(job.schedule);
+}
+
+/** What a calendar's roll does, in words. */
+const ROLL_WORDS: Record<string, string> = {
+  skip: 'a run on a weekend day or holiday is skipped',
+  next: 'a run on a weekend day or holiday moves to the next business day',
+  previous: 'a run on a weekend day or holiday moves to the previous business day',
+};
+/** What each overlap policy does, in words. */
+const OVERLAP_WORDS: Record<string, string> = {
+  allow: 'allow: runs may overlap',
+  skip: 'skip: no new run while the previous one is in flight',
+  'buffer-one': 'buffer-one: the next run waits for the one in flight to end; later ones are skipped',
+};
+/** How each jitter mode draws the offset, in words. */
+const JITTER_MODE_WORDS: Record<string, string> = {
+  stable: 'the same offset every time',
+  random: 'a new random offset each run',
+  spread: 'where the fewest of your runs to this destination are due',
+};
 
 /**
  * A job that will not run again (completed, canceled) whose last run did not succeed: so that a one-off whose only
@@ -61,6 +90,8 @@ function LastRun({ run }: { run: Run | null | undefined }) {
  * @param lastRun the run that happened last, any trigger (undefined while unknown, null when none has)
  */
 export function JobFacts({ job, lastRun }: { job: Job; lastRun: Run | null | undefined }) {
+  const { can } = useSession();
+  const names = useJobNames((job.then ?? []).map((l) => l.jobId));
   const why = pausedWhy(job);
   const badEnd = endedBadly(job, lastRun ?? null);
   const zone = scheduleZone(job);
@@ -83,6 +114,29 @@ export function JobFacts({ job, lastRun }: { job: Job; lastRun: Run | null | und
         </>,
       )}
       {row('Schedule', describeSchedule(job.schedule))}
+      {row(
+        'Calendar',
+        job.calendar ? (
+          <>
+            {can('calendars:manage') ? (
+              <a href="/console/calendars" class="mono">
+                {job.calendar.key}
+              </a>
+            ) : (
+              <span class="mono">{job.calendar.key}</span>
+            )}
+            , roll {job.calendar.roll}: {ROLL_WORDS[job.calendar.roll]}
+          </>
+        ) : (
+          orNone('')
+        ),
+      )}
+      {row(
+        'Max runs',
+        job.maxRuns === null || job.maxRuns === undefined
+          ? `no limit (${job.scheduledRuns ?? 0} scheduled runs so far)`
+          : `${job.maxRuns}: ${job.scheduledRuns ?? 0} scheduled runs so far, the job completes after the last`,
+      )}
       {row('Next run', <Time iso={job.nextRunAt} zone={zone} />)}
       {row('Last run', <LastRun run={lastRun} />)}
       {row(
@@ -146,7 +200,7 @@ export function JobFacts({ job, lastRun }: { job: Job; lastRun: Run | null | und
         job.relevancyWindowMs === null ? orNone('') : `${durationWords(job.relevancyWindowMs)} after the scheduled time`,
       )}
       {row('Delivery mode', job.deliveryMode)}
-      {row('Overlap', job.overlapPolicy === 'skip' ? 'skip: no new run while the previous one is in flight' : 'allow: runs may overlap')}
+      {row('Overlap', OVERLAP_WORDS[job.overlapPolicy] ?? job.overlapPolicy)}
       {row(
         'Catch-up',
         job.catchUp === 'one'
@@ -155,7 +209,26 @@ export function JobFacts({ job, lastRun }: { job: Job; lastRun: Run | null | und
             ? 'all: after downtime, every missed run'
             : 'none: missed runs are skipped',
       )}
-      {row('Jitter', job.jitterMs ? `up to ${durationWords(job.jitterMs)}` : orNone(''))}
+      {row(
+        'Jitter',
+        job.jitterMs
+          ? `up to ${durationWords(job.jitterMs)}, ${job.jitterMode ?? 'stable'}: ${JITTER_MODE_WORDS[job.jitterMode ?? 'stable']}`
+          : orNone(''),
+      )}
+      {row(
+        'Then',
+        job.then?.length ? (
+          <ul class="plain">
+            {job.then.map((l) => (
+              <li>
+                on {l.on}: <JobLink jobId={l.jobId} name={names(l.jobId)} />
+              </li>
+            ))}
+          </ul>
+        ) : (
+          orNone('')
+        ),
+      )}
       {row(
         'Pause after failures',
         job.pauseAfterFailures
