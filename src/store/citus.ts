@@ -28,6 +28,7 @@ export const DISTRIBUTED_TABLES = [
   'tenant_callbacks',
   'flow_controls',
   'calendars',
+  'open_jobs',
 ] as const;
 
 /** Tables without a tenant: copied to every node. drizzle's journal (`drizzle.__drizzle_migrations`) stays local. */

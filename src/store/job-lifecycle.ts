@@ -25,6 +25,7 @@ import {
 } from './db.ts';
 import { assertActiveJobsRoom, type CreateJobOptions, type JobRow } from './jobs.ts';
 import { recordEvents } from './notifications.ts';
+import { syncOpenJobs } from './open-jobs.ts';
 import { type PlanColumns, planColumns, planRuleOf } from './plan-columns.ts';
 import { dueTimes } from './queue/spread-runs.ts';
 import { deadLetterCondition } from './runs.ts';
@@ -235,6 +236,12 @@ export async function replanJobs(
         ${opts.resetFailures ? sql`, consecutive_failures = 0` : sql``}
     from jsonb_to_recordset(${json}::jsonb) as v(id uuid, next_at timestamptz, completed boolean)
     where j.shard = ${shard} and j.id = v.id and j.tenant_id = ${tenantId}`);
+  // A re-plan completes jobs, and reopens completed or canceled ones (a replacement).
+  await syncOpenJobs(
+    tx,
+    shard,
+    rows.map((r) => r.id),
+  );
   // After the update, so the events show the jobs completed.
   await recordEvents(
     tx,
@@ -335,6 +342,7 @@ export async function cancelJobs(tx: Executor, tenantId: string, jobIds: readonl
     .update(jobs)
     .set({ status: JOB_STATUS.canceled, nextRunAt: null, updatedAt: now })
     .where(and(ofTenant(jobs, tenantId), sql`${jobs.id} = any(${ids}::uuid[])`));
+  await syncOpenJobs(tx, shardOf(tenantId), jobIds);
   await tx
     .update(runs)
     .set({ status: RUN_STATUS.canceled, finishedAt: now, nextAttemptAt: null, error: 'job canceled' })

@@ -12,8 +12,9 @@ import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../domain/states.ts';
 import { auditInsert, auditRowsJson } from './audit-log.ts';
 import { calendarsByKey } from './calendars.ts';
 import type { StoreContext } from './context.ts';
-import { announcement, type Executor, isUniqueViolation, query, RUNS_CHANNEL } from './db.ts';
+import { announcement, type Executor, isUniqueViolation, RUNS_CHANNEL } from './db.ts';
 import { type JobFilter, jobFilterCondition } from './job-filter.ts';
+import { countOpenJobs } from './open-jobs.ts';
 import { page } from './paging.ts';
 import { dueTimes } from './queue/spread-runs.ts';
 import { jobs } from './schema.ts';
@@ -66,9 +67,8 @@ export class QuotaExceededError extends Error {
 /**
  * How many more jobs the tenant may make before it has `maxActiveJobs` jobs `active` or `paused`.
  * With `ctx.openJobs`, a recent estimate answers while it says there is room for `adding` jobs with a margin
- * (open-jobs.ts); otherwise the jobs are counted, and the count is kept for the next checks. The count stops at the
- * quota (`limit`), reading the partial index `jobs_tenant_open_idx`, so it costs at most the quota's worth of index
- * entries whatever the tenant's history of finished jobs (an index-only scan).
+ * (open-jobs.ts); otherwise the jobs are counted (`countOpenJobs`: up to the quota, in `open_jobs`), and the count is
+ * kept for the next checks.
  * Not a lock: concurrent creations each see the same count, so the quota may be exceeded by as many jobs as were
  * being created at the same moment. A quota, not an invariant.
  * @param maxActiveJobs the quota; 0 = none (returns Infinity without a query)
@@ -83,14 +83,7 @@ export async function activeJobsRoom(
   if (!(maxActiveJobs > 0)) return Number.POSITIVE_INFINITY;
   const estimate = ctx.openJobs?.room(tenantId, maxActiveJobs, adding);
   if (estimate != null) return estimate;
-  // The statuses are literals, as in the partial index's predicate: parameters would keep the planner off the index.
-  // A notification endpoint's hidden job is not the tenant's job: it does not count.
-  const [row] = await query<{ n: number | string }>(
-    ctx.db,
-    sql`select count(*) as n from (select 1 from jobs where shard = ${shardOf(tenantId)} and tenant_id = ${tenantId}
-          and status in ('active', 'paused') and kind = 'callback' limit ${maxActiveJobs}) open_jobs`,
-  );
-  const open = Number(row?.n ?? 0);
+  const open = await countOpenJobs(ctx.db, tenantId, maxActiveJobs);
   ctx.openJobs?.counted(tenantId, open);
   return Math.max(0, maxActiveJobs - open);
 }
@@ -255,7 +248,7 @@ export async function createJobs(
 }
 
 /**
- * The registration hot path's one statement: the jobs, their first runs, their audit entries (`audit`, from
+ * The registration hot path's one statement: the jobs, their `open_jobs` rows, their first runs, their audit entries (`audit`, from
  * `auditRowsJson`; null: none) and, when `notify` (the payload) is set, the NOTIFY of the soonest, with each array
  * passed as a single jsonb parameter (no per-row bind parameters, no query building per row), atomic without a
  * transaction.
@@ -306,6 +299,7 @@ async function insertJobsAndRuns(
   // Only runs of the jobs this statement makes: the check a foreign key would make (runs have none, schema.ts), made
   // here rather than in SQL, where a join of the two inserts would make Citus send the first's rows to every worker.
   const made = new Set(jobRows.map((j) => j.id));
+  const openIds = jobRows.filter((j) => j.status === JOB_STATUS.active || j.status === JOB_STATUS.paused).map((j) => j.id);
   const stray = runRows.find((r) => !made.has(r.job_id));
   if (stray) throw new Error(`run ${stray.id} is of job ${stray.job_id}, which this insert does not make`);
   await db.execute(sql`with new_jobs as (
@@ -324,6 +318,9 @@ async function insertJobsAndRuns(
              overlap_policy text, catch_up text, jitter_ms int, metadata jsonb, pause_after_failures int, next_run_at timestamptz,
              trace_parent text, completion jsonb, on_success jsonb, on_failure jsonb, flow_control_key text,
              auth_secret_enc text, body text, calendar_key text, calendar_roll text, max_runs int, jitter_mode text, then_jobs jsonb)),
+    new_open as (
+      insert into open_jobs (shard, tenant_id, job_id)
+      select ${shardOf(tenantId)}::smallint, ${tenantId}::uuid, unnest(${`{${openIds.join(',')}}`}::uuid[])),
     new_runs as (
       insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
       select ${shardOf(tenantId)}::smallint, v.id, ${tenantId}::uuid, v.job_id, v.scheduled_for, ${RUN_TRIGGER.schedule}, ${RUN_STATUS.scheduled},

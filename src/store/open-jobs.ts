@@ -11,7 +11,44 @@
  * to OPEN_JOBS_RECOUNT_MS; the margin (a twentieth of the quota) absorbs them. The quota was never exact under
  * concurrency (creations at the same moment each see the same count): a quota, not an invariant.
  */
+import { sql } from 'drizzle-orm';
 import type { Clock } from '../domain/clock.ts';
+import { shardOf } from '../domain/shard.ts';
+import { type Executor, query } from './db.ts';
+
+/**
+ * Makes `open_jobs` (schema.ts) agree with `jobs` for these jobs of bucket `shard`, after a statement of the caller's
+ * transaction changed their status off the claim's hot path (a cancel, a re-plan that completes or reopens a job, a
+ * receiver's `complete` or `skip-next`): a row for each that is `active` or `paused` and of kind `callback`, none for
+ * the others. One statement; no statement for no jobs.
+ */
+export async function syncOpenJobs(tx: Executor, shard: number, jobIds: readonly string[]): Promise<void> {
+  if (jobIds.length === 0) return;
+  await query(
+    tx,
+    sql`with j as (
+          select id, tenant_id, status in ('active', 'paused') and kind = 'callback' as open from jobs
+          where shard = ${shard} and id = any(${`{${jobIds.join(',')}}`}::uuid[])),
+        added as (
+          insert into open_jobs (shard, tenant_id, job_id) select ${shard}::smallint, tenant_id, id from j where open
+          on conflict do nothing)
+        delete from open_jobs o using j where o.shard = ${shard} and o.tenant_id = j.tenant_id and o.job_id = j.id and not j.open`,
+  );
+}
+
+/**
+ * The tenant's open jobs (`active` or `paused`, its own: not the hidden jobs of notification endpoints), counted up to
+ * `limit`: an index-only scan of `open_jobs`' primary key, so it costs at most `limit` index entries whatever the
+ * tenant's history of finished jobs.
+ */
+export async function countOpenJobs(db: Executor, tenantId: string, limit: number): Promise<number> {
+  const [row] = await query<{ n: number | string }>(
+    db,
+    sql`select count(*) as n from (select 1 from open_jobs where shard = ${shardOf(tenantId)} and tenant_id = ${tenantId}
+          limit ${limit}) open`,
+  );
+  return Number(row?.n ?? 0);
+}
 
 /** Longest an exact count of a tenant's open jobs is used for, in ms. */
 export const OPEN_JOBS_RECOUNT_MS = 10_000;

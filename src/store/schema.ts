@@ -186,10 +186,8 @@ export const jobs = pgTable(
     index('jobs_flow_control_idx').on(t.tenantId, t.shard, t.flowControlKey).where(sql`${t.flowControlKey} is not null`),
     index('jobs_tenant_idx').on(t.tenantId, t.shard, t.id),
     uniqueIndex('jobs_tenant_key_idx').on(t.shard, t.tenantId, t.key).where(sql`${t.key} is not null`),
-    // The active-jobs quota counts these on every job creation: only open jobs of the tenant's own (not the hidden
-    // jobs of notification endpoints), whatever the tenant's history; the predicate is the count's, so it reads the
-    // index only.
-    index('jobs_tenant_open_idx').on(t.tenantId, t.shard).where(sql`${t.status} in ('active', 'paused') and ${t.kind} = 'callback'`),
+    // No index names `status`, `next_run_at`, `last_run_at` or `scheduled_runs`: a claim's update of them (a once-job's
+    // completion included) is then a HOT update, which writes no index entry (the open jobs are `open_jobs`).
     // Job search (`GET /v1/jobs?q=&metadata.<key>=`, bulk actions): trigrams of the search text (pg_trgm) and the
     // metadata's key/value paths, each led by tenant_id (a uuid in GIN through btree_gin), so one bitmap index scan
     // finds the tenant's matches and never the other tenants' (which a single-column index would fetch and filter
@@ -452,6 +450,23 @@ export const calendars = pgTable(
     primaryKey({ name: 'calendars_pkey', columns: [t.shard, t.id] }),
     uniqueIndex('calendars_tenant_key_idx').on(t.shard, t.tenantId, t.key),
   ],
+);
+
+/**
+ * The open jobs (`active` or `paused`, of kind `callback`) of each tenant, by id: what the active-jobs quota and the usage
+ * count. A row is written when a job is made or reopened and deleted when it completes or is canceled, in the
+ * transaction that changes the job's status (src/store/open-jobs.ts). Kept apart from `jobs` so that no index of `jobs`
+ * names `status`: a once-job's completion at its claim is a HOT update of the job, and here one delete, which writes no
+ * index entry.
+ */
+export const openJobs = pgTable(
+  'open_jobs',
+  {
+    shard: shard(),
+    tenantId: uuid('tenant_id').notNull(),
+    jobId: uuid('job_id').notNull(),
+  },
+  (t) => [primaryKey({ name: 'open_jobs_pkey', columns: [t.shard, t.tenantId, t.jobId] })],
 );
 
 /**

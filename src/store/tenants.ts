@@ -53,6 +53,7 @@ export const TENANT_OWNED_TABLES = [
   'tenant_callbacks',
   'flow_controls',
   'calendars',
+  'open_jobs',
 ] as const;
 
 /**

@@ -59,7 +59,7 @@ type Count = number | string | bigint;
  *   it (joined to their runs, which carry the tenant) grouped by UTC day of `started_at`: the tenant's runs are read
  *   through `runs_tenant_idx` (there is no index on `finished_at`: one would cost every finish on the hot path);
  * - the fire lag percentiles (`percentile_cont`) of the runs started in the last 24 h, and the counts of open jobs
- *   (from the partial index `jobs_tenant_open_idx`, whose predicate the literal statuses repeat).
+ *   (the tenant's `open_jobs`, each job read by its primary key for its status).
  * Days the database has nothing for are filled in here, as zeros.
  * @param days how many UTC days, today included (the route allows 1..90)
  */
@@ -107,10 +107,10 @@ export async function tenantUsage(ctx: StoreContext, tenantId: string, days: num
         select (select count(*) from lag) as started,
           (select percentile_cont(0.5) within group (order by ms) from lag) as p50,
           (select percentile_cont(0.99) within group (order by ms) from lag) as p99,
-          count(*) filter (where status = 'active') as active,
-          count(*) filter (where status = 'paused') as paused
-        from jobs
-        where shard = ${shardOf(tenantId)} and tenant_id = ${tenantId} and status in ('active', 'paused') and kind = 'callback'`,
+          count(*) filter (where j.status = 'active') as active,
+          count(*) filter (where j.status = 'paused') as paused
+        from open_jobs o join jobs j on j.shard = o.shard and j.id = o.job_id
+        where o.shard = ${shardOf(tenantId)} and o.tenant_id = ${tenantId}`,
   );
 
   const byDay = new Map(perDay.map((r) => [r.day, r]));

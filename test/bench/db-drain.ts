@@ -59,7 +59,7 @@ type Figures = {
 };
 
 /** The tables whose row writes db-drain reports. */
-const HOT_PATH_TABLES = ['runs', 'jobs', 'attempts'];
+const HOT_PATH_TABLES = ['runs', 'jobs', 'open_jobs', 'attempts'];
 
 /**
  * @param deliverMs how long each delivery takes (0: answers at once); with the per-destination limit (16, one

@@ -26,6 +26,9 @@ export async function addDueRuns(sql: Sql, n: number, rate: number | null, leadM
   await sql`insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
             values (chime_shard_of(${TENANT}::uuid), ${TEMPLATE_JOB}, ${TENANT}, ${TEMPLATE_JOB}, ${at}, 'schedule', 'canceled', null, now())`;
   await cloneRows(sql, { schema: 'public', name: 'jobs' }, `t.id = '${TEMPLATE_JOB}'`, { id: `md5('j' || g)::uuid` }, 1, n);
+  // Open, as registration leaves them (src/store/open-jobs.ts).
+  await sql`insert into open_jobs (shard, tenant_id, job_id)
+            select shard, tenant_id, id from jobs where tenant_id = ${TENANT} and id <> ${TEMPLATE_JOB}`;
   const due = rate === null ? 't.scheduled_for' : `t.scheduled_for + (${leadMs} + g * ${1000 / rate}) * interval '1 millisecond'`;
   await cloneRows(
     sql,

@@ -10,11 +10,18 @@
  * HOT_SHARE of the job updates must be HOT (`pg_stat_user_tables.n_tup_hot_upd`). Measured: 171 of 200 on both
  * databases; the others are the first update on each packed page (no room until pruning frees the dead versions of
  * earlier transactions' updates; a fillfactor below 100 would make those HOT too, a few percent of a registration's
- * first claims, not worth a quarter of the table's pages). A once-job's claim changes its `status` (`completed`), which
- * a partial index names: that update is not HOT, by design.
+ * first claims, not worth a quarter of the table's pages).
+ *
+ * A once-job's claim completes it: `status` changes, which no index of `jobs` names (the open jobs are a table of their
+ * own, `open_jobs`, whose row the claim deletes), so that update can be HOT too, if the page has room for the new
+ * version: ONCE_JOBS once-jobs registered together, due together and claimed in batches of CLAIM_BATCH, as a drain
+ * claims them, each page's rows updated in one transaction (no pruning between), so the room is what the table's
+ * fillfactor (drizzle/0020_open_jobs.sql) left. At least ONCE_HOT_SHARE of those updates must be HOT, and `open_jobs`
+ * must lose each completed job.
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import type { JobSpec } from '../../src/domain/job.ts';
 import { type Database, query } from '../../src/store/db.ts';
 import { createJobs } from '../../src/store/jobs.ts';
 import { claimRuns } from '../../src/store/queue/claim-runs.ts';
@@ -24,6 +31,9 @@ import { T0, type TestStore, testJobSpec, useTestStore } from '../support/store.
 
 const JOBS = 200;
 const HOT_SHARE = 0.8;
+const ONCE_JOBS = 500;
+const CLAIM_BATCH = 25;
+const ONCE_HOT_SHARE = 0.8;
 const EVERY_MS = 3_600_000;
 
 /** The jobs table's updates and HOT updates so far, as the statistics system has them. */
@@ -38,6 +48,28 @@ async function jobUpdates(database: Database): Promise<{ upd: number; hot: numbe
   return { upd: Number(row!.upd), hot: Number(row!.hot) };
 }
 
+/** Jobs of realistic width: a name, a payload, metadata. */
+const wideSpec = (i: number, schedule: JobSpec['schedule']) =>
+  testJobSpec(T0, {
+    name: `nightly export of account ${i}`,
+    schedule,
+    payload: { account: i, note: 'x'.repeat(400) },
+    metadata: { team: 'billing', account: String(i) },
+  });
+
+/** Waits until the statistics count `n` more job updates than `before`; the updates and HOT updates since. */
+async function jobUpdatesSince(database: Database, before: { upd: number; hot: number }, n: number) {
+  let now = before;
+  await eventually(
+    async () => {
+      now = await jobUpdates(database);
+      return now.upd - before.upd >= n;
+    },
+    { timeoutMs: 30_000, what: `${n} job updates counted (${now.upd - before.upd} so far)` },
+  );
+  return { updates: now.upd - before.upd, hot: now.hot - before.hot };
+}
+
 describe.each(DATABASE_TARGETS)('HOT job updates at the claim on $kind', (target) => {
   let store: TestStore;
   let tenantId: string;
@@ -48,12 +80,7 @@ describe.each(DATABASE_TARGETS)('HOT job updates at the claim on $kind', (target
 
   it(`updates at least ${HOT_SHARE * 100} % of ${JOBS} recurring jobs' rows HOT when claimed one by one`, { timeout: 60_000 }, async () => {
     const specs = Array.from({ length: JOBS }, (_, i) =>
-      testJobSpec(T0, {
-        name: `nightly export of account ${i}`,
-        schedule: { type: 'interval', everyMs: EVERY_MS, startAt: new Date(T0 + (i + 1) * 1_000).toISOString() },
-        payload: { account: i, note: 'x'.repeat(400) },
-        metadata: { team: 'billing', account: String(i) },
-      }),
+      wideSpec(i, { type: 'interval', everyMs: EVERY_MS, startAt: new Date(T0 + (i + 1) * 1_000).toISOString() }),
     );
     await createJobs(store.ctx, tenantId, specs, T0);
     // The claims run on a database of their own (on PostgreSQL, its own connections), closed before the count is
@@ -65,18 +92,51 @@ describe.each(DATABASE_TARGETS)('HOT job updates at the claim on $kind', (target
       expect(claimed.length, `runs claimed at second ${i}`).toBe(1);
     }
     if (claimer !== store.database) await claimer.close();
-    let now = before;
-    await eventually(
-      async () => {
-        now = await jobUpdates(store.database);
-        return now.upd - before.upd >= JOBS;
-      },
-      { timeoutMs: 30_000, what: `${JOBS} job updates counted (${now.upd - before.upd} so far)` },
-    );
-    const updates = now.upd - before.upd;
-    const hot = now.hot - before.hot;
+    const { updates, hot } = await jobUpdatesSince(store.database, before, JOBS);
     console.log(`${target.kind}: ${hot} of ${updates} job updates at the claim were HOT`);
     expect(updates).toBe(JOBS);
     expect(hot / updates, `${hot} of ${updates} job updates HOT`).toBeGreaterThanOrEqual(HOT_SHARE);
+  });
+
+  it(`completes at least ${ONCE_HOT_SHARE * 100} % of ${ONCE_JOBS} once-jobs HOT when claimed ${CLAIM_BATCH} at a time`, {
+    timeout: 60_000,
+  }, async () => {
+    const at = new Date(T0 + 1_000).toISOString();
+    const made = await createJobs(
+      store.ctx,
+      tenantId,
+      Array.from({ length: ONCE_JOBS }, (_, i) => wideSpec(i, { type: 'once', at })),
+      T0,
+    );
+    const ids = `{${made.map((j) => j.id).join(',')}}`;
+    const open = async () =>
+      Number(
+        (
+          await query<{ n: string | number }>(
+            store.database.db,
+            sql`select count(*) as n from open_jobs where tenant_id = ${tenantId} and job_id = any(${ids}::uuid[])`,
+          )
+        )[0]!.n,
+      );
+    expect(await open()).toBe(ONCE_JOBS);
+    const claimer = store.openAnother() ?? store.database;
+    const before = await jobUpdates(store.database);
+    let claimedAll = 0;
+    while (claimedAll < ONCE_JOBS) {
+      const claimed = await claimRuns(claimer.db, { owner: 'A', limit: CLAIM_BATCH, nowMs: T0 + 1_000, leaseMarginMs: 30_000 });
+      expect(claimed.length, 'runs claimed').toBeGreaterThan(0);
+      claimedAll += claimed.length;
+    }
+    if (claimer !== store.database) await claimer.close();
+    const { updates, hot } = await jobUpdatesSince(store.database, before, ONCE_JOBS);
+    console.log(`${target.kind}: ${hot} of ${updates} once-job completions at the claim were HOT`);
+    expect(updates).toBe(ONCE_JOBS);
+    expect(hot / updates, `${hot} of ${updates} completions HOT`).toBeGreaterThanOrEqual(ONCE_HOT_SHARE);
+    expect(await open()).toBe(0);
+    const statuses = await query<{ status: string }>(
+      store.database.db,
+      sql`select distinct status from jobs where tenant_id = ${tenantId}`,
+    );
+    expect(statuses.map((r) => r.status)).toEqual(['completed']);
   });
 });

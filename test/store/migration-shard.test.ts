@@ -32,8 +32,11 @@ const BEFORE_SHARD_IDX = 12;
 const BEFORE_SHARD_TAG = '0012_open_jobs_index_callback';
 const SHARD_TAG = '0013_tenant_shard';
 
-/** Tenant-owned tables that later migrations make (audit_log: 0015, tenant_callbacks: 0016, flow_controls: 0018, calendars: 0019): not there at 0013. */
-const LATER_TABLES: readonly string[] = ['audit_log', 'tenant_callbacks', 'flow_controls', 'calendars'];
+/**
+ * Tenant-owned tables that later migrations make (audit_log: 0015, tenant_callbacks: 0016, flow_controls: 0018,
+ * calendars: 0019, open_jobs: 0020): not there at 0013.
+ */
+const LATER_TABLES: readonly string[] = ['audit_log', 'tenant_callbacks', 'flow_controls', 'calendars', 'open_jobs'];
 /** The tables whose rows a tenant owns at 0013, each with `shard` (the list Citus distributes, less the later ones). */
 const TENANT_TABLES = DISTRIBUTED_TABLES.filter((t) => !LATER_TABLES.includes(t));
 /** Every table of the schema: the tenant-owned ones and the service's own JWT keys. */
@@ -654,8 +657,20 @@ describe.each(DATABASE_TARGETS.filter((t) => t.kind !== 'citus'))(
         tenant_callbacks_pkey: 'tenant_callbacks(shard,tenant_id,day)',
         flow_controls_pkey: 'flow_controls(shard,id)',
         calendars_pkey: 'calendars(shard,id)',
+        open_jobs_pkey: 'open_jobs(shard,tenant_id,job_id)',
         api_processes_pkey: 'api_processes(id)',
       });
+    });
+
+    it('lists in open_jobs (0020) exactly the jobs that were active or paused, of kind callback', async () => {
+      const listed = await conn.rows<{ shard: number; tenant_id: string; job_id: string }>(
+        'select shard, tenant_id::text, job_id::text from open_jobs order by job_id',
+      );
+      const open = await conn.rows<{ shard: number; tenant_id: string; job_id: string }>(
+        `select shard, tenant_id::text, id::text as job_id from jobs where status in ('active', 'paused') and kind = 'callback' order by id`,
+      );
+      expect(open.length).toBeGreaterThan(0);
+      expect(listed.map((r) => ({ ...r, shard: Number(r.shard) }))).toEqual(open.map((r) => ({ ...r, shard: Number(r.shard) })));
     });
 
     it('leads runs_due_idx with shard, still over waiting runs only', async () => {

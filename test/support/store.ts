@@ -238,9 +238,9 @@ export function useTestStore(target: DatabaseTarget, use: (store: TestStore, ten
   });
 }
 
-/** Deletes every job with its runs and their attempts (nothing cascades: schema.ts). */
+/** Deletes every job with its runs, their attempts and its `open_jobs` row (nothing cascades: schema.ts). */
 export async function deleteAllJobs(database: Database): Promise<void> {
-  for (const table of ['attempts', 'runs', 'jobs']) await database.db.execute(sql`delete from ${sql.identifier(table)}`);
+  for (const table of ['attempts', 'runs', 'open_jobs', 'jobs']) await database.db.execute(sql`delete from ${sql.identifier(table)}`);
 }
 
 /** Tenants `a` and `b`, made until they are in different buckets, each with two jobs whose first runs are due at T0. */

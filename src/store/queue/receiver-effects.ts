@@ -22,6 +22,7 @@ import type { ControlToken, ResultResponse } from '../../domain/receiver-control
 import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
 import { announceRun, type Executor, epochMs, query } from '../db.ts';
 import { eventDeliveryCallback, eventJobView } from '../notifications.ts';
+import { syncOpenJobs } from '../open-jobs.ts';
 import { type PlanColumns, planColumns, planRuleOf } from '../plan-columns.ts';
 import { jobs, runs } from '../schema.ts';
 import { runView } from '../views.ts';
@@ -62,6 +63,11 @@ export async function completeJobs(tx: Executor, shard: number, jobIds: readonly
       returning id, tenant_id`,
   );
   if (done.length === 0) return [];
+  await syncOpenJobs(
+    tx,
+    shard,
+    done.map((d) => d.id),
+  );
   await tx.execute(sql`update runs set status = 'canceled', finished_at = ${nowIso}::timestamptz, next_attempt_at = null,
       error = 'job completed: the receiver answered Chime-Control: complete'
     where shard = ${shard} and job_id = any(${`{${done.map((d) => d.id).join(',')}}`}::uuid[]) and status = 'scheduled' and trigger = 'schedule'`);
@@ -130,6 +136,11 @@ export async function skipNextOccurrences(tx: Executor, shard: number, jobIds: r
         scheduled_runs = j.scheduled_runs + 1, updated_at = ${nowIso}::timestamptz
     from jsonb_to_recordset(${json}::jsonb) as v(id uuid, next_at timestamptz, fires_at timestamptz)
     where j.shard = ${shard} and j.id = v.id`);
+  await syncOpenJobs(
+    tx,
+    shard,
+    plans.filter((p) => p.next_at === null).map((p) => p.id),
+  );
   const due = plans.flatMap((p) => (p.due_at ? [Date.parse(p.due_at)] : []));
   if (due.length > 0) await announceRun(tx, Math.min(...due), nowMs);
   return plans.filter((p) => p.next_at === null).map((p) => ({ type: 'job.completed', tenantId: p.tenant_id, jobId: p.id }));
