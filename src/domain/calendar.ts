@@ -156,9 +156,16 @@ function firstLandingOn(s: Schedule, d: Days, roll: CalendarRoll, landing: numbe
   }
   let best: number | null = null;
   for (const day of days) {
-    // The first occurrence on `day` past the time of day; later ones on that day land later on `landing`.
-    const from = afterTimeMs < 0 ? instantOf(d.tz, day, 0) - 1 : instantOf(d.tz, day, afterTimeMs);
-    const t = nextOccurrence(s, from);
+    // The first occurrence on `day` past the time of day; later ones on that day land later on `landing`. From just
+    // before the instant of that time of day: in a skipped interval (a DST gap) the instant is past the gap, where an
+    // occurrence with a later local time may stand (Chatham's 02:45 is 03:45); one at the time of day itself is passed.
+    const from = instantOf(d.tz, day, Math.max(0, afterTimeMs)) - 1;
+    let t = nextOccurrence(s, from);
+    while (t !== null && afterTimeMs >= 0) {
+      const l = localOf(t, d.tz);
+      if (l.day !== day || l.timeMs > afterTimeMs) break;
+      t = nextOccurrence(s, t);
+    }
     if (t === null) continue;
     const local = localOf(t, d.tz);
     if (local.day !== day || local.timeMs <= afterTimeMs) continue;

@@ -193,7 +193,9 @@ describe.each(DATABASE_TARGETS)('buffer-one and backfill through a dispatcher on
       for (let i = 1; i < requests.length; i++) {
         const gap = requests[i]!.at - (requests[i - 1]!.at + DELAY);
         expect(gap).toBeGreaterThanOrEqual(0);
-        expect(gap).toBeLessThan(1_000);
+        // Started by that end (a NOTIFY): a loaded CI machine took up to 1.3 s. Without the release, the buffered runs
+        // would have no due time and never go (finalBackfill would time out).
+        expect(gap).toBeLessThan(5_000);
       }
     });
   }, 60_000);

@@ -153,8 +153,18 @@ describe('calendars: named cases', () => {
     const s = daily('30 2 * * *');
     const fri = at('2026-03-27T01:30:00Z'); // Friday 02:30 CET
     expect(iso(nextCalendarOccurrence(s, cal, 'next', fri)!)).toBe('2026-03-31T00:30:00.000Z'); // Tue 02:30 CEST
-    // `previous`: Sat, Sun (the DST day) and the Monday holiday all roll back to Friday 02:30 CET, which already fired.
-    expect(iso(nextCalendarOccurrence(s, cal, 'previous', fri)!)).toBe('2026-03-31T00:30:00.000Z');
+    // A move keeps the occurrence's local time, and Sunday's is 03:30 (02:30 does not exist that day): with `next` it
+    // lands on Tuesday 03:30 CEST, after Tuesday's own 02:30 (onto which Saturday's and Monday's land, once).
+    expect(chain(s, cal, 'next', fri, at('2026-03-31T12:00:00Z')).map(iso)).toEqual([
+      '2026-03-31T00:30:00.000Z',
+      '2026-03-31T01:30:00.000Z',
+    ]);
+    // `previous`: Saturday's and Monday's 02:30 roll back onto Friday 02:30 CET, which already fired; Sunday's 03:30
+    // CEST onto Friday 03:30 CET, after it (found past a DST gap: the planner once missed it, Chatham's 02:45 too).
+    expect(chain(s, cal, 'previous', fri, at('2026-03-31T12:00:00Z')).map(iso)).toEqual([
+      '2026-03-27T02:30:00.000Z',
+      '2026-03-31T00:30:00.000Z',
+    ]);
     // A holiday on the fall-back day (Sunday 25 Oct 2026, on a calendar with a Sunday-only weekend... Saturday business):
     const oct = { timezone: 'Europe/Berlin', weekendDays: [0], holidays: ['2026-10-26'] };
     // Sat 24 Oct 02:30 CEST fires; the Sunday (fall back, 02:30 twice: the first) and the Monday holiday roll to Tuesday.

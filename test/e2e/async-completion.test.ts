@@ -58,7 +58,7 @@ describe.each(DATABASE_TARGETS)('async completion on $kind', (target) => {
       ...body,
     });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
-    expect(r.body.completion).toEqual(COMPLETION);
+    expect(r.body.completion).toEqual(body.completion ?? COMPLETION);
     return r.body.jobId;
   }
 
@@ -182,7 +182,9 @@ describe.each(DATABASE_TARGETS)('async completion on $kind', (target) => {
   it(
     'a dispatcher SIGKILLed while a run awaits changes nothing for it: the report completes it on the next process',
     async () => {
-      await createJob(tenant.api, '/survives');
+      // Deadlines longer than a kill and a restart take on a loaded machine (over 10 s seen): the run must still be
+      // awaiting on the next process, not reaped at its heartbeat deadline meanwhile.
+      await createJob(tenant.api, '/survives', { completion: { ...COMPLETION, timeoutMs: 300_000, heartbeatTimeoutMs: 120_000 } });
       const { url, token, runId } = await attemptAt('/survives');
       await awaitingRun(tenant.api, runId);
 
