@@ -125,7 +125,9 @@ describe.each(DATABASE_TARGETS)('buffer-one and backfill through a dispatcher on
         const previousEnd = requests[i - 1]!.at + DELAY;
         const r = requests[i]!;
         expect(r.at).toBeGreaterThanOrEqual(previousEnd);
-        expect(r.at - previousEnd, `request ${i}: started ${r.at - previousEnd} ms after the previous end`).toBeLessThan(1_000);
+        // Started by that end (a loaded CI machine took up to 1.3 s for a release): a buffered run has no due time of
+        // its own, so nothing but the end could have sent it.
+        expect(r.at - previousEnd, `request ${i}: started ${r.at - previousEnd} ms after the previous end`).toBeLessThan(5_000);
         expect(r.at - scheduledFor(r), `request ${i}: not sent at its occurrence`).toBeGreaterThan(1_000);
       }
       expect(await bufferedRuns(id)).toBe(delivered.length - 1);
