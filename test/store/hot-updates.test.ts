@@ -7,17 +7,15 @@
  *
  * JOBS interval jobs of realistic width (a payload, a name, metadata), registered together so they fill whole pages,
  * each due at a second of its own and claimed one after another as a dispatcher under steady traffic would: at least
- * HOT_SHARE of the job updates must be HOT (`pg_stat_user_tables.n_tup_hot_upd`). Measured: 171 of 200 on both
- * databases; the others are the first update on each packed page (no room until pruning frees the dead versions of
- * earlier transactions' updates; a fillfactor below 100 would make those HOT too, a few percent of a registration's
- * first claims, not worth a quarter of the table's pages).
+ * HOT_SHARE of the job updates must be HOT (`pg_stat_user_tables.n_tup_hot_upd`). Measured: 200 of 200 on both
+ * databases with `jobs` at fillfactor 50 (171 of 200 at 100: the first update on each packed page found no room).
  *
  * A once-job's claim completes it: `status` changes, which no index of `jobs` names (the open jobs are a table of their
  * own, `open_jobs`, whose row the claim deletes), so that update can be HOT too, if the page has room for the new
  * version: ONCE_JOBS once-jobs registered together, due together and claimed in batches of CLAIM_BATCH, as a drain
  * claims them, each page's rows updated in one transaction (no pruning between), so the room is what the table's
  * fillfactor (drizzle/0020_open_jobs.sql) left. At least ONCE_HOT_SHARE of those updates must be HOT, and `open_jobs`
- * must lose each completed job.
+ * must lose each completed job. Measured: 500 of 500 on both databases (200 of 500 at fillfactor 70).
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
