@@ -87,7 +87,8 @@ export async function putCalendar(
     return { row, created: true, changed: true };
   });
   if (changed) await replanCalendarJobs(ctx, tenantId, key);
-  return { calendar: await withJobs(ctx.db, row), created };
+  const [calendar] = await withJobs(ctx.db, tenantId, [row]);
+  return { calendar: calendar!, created };
 }
 
 /**
@@ -142,7 +143,7 @@ export async function getCalendar(ctx: StoreContext, tenantId: string, key: stri
     .select()
     .from(calendars)
     .where(and(ofTenant(calendars, tenantId), eq(calendars.key, key)));
-  return row ? withJobs(ctx.db, row) : null;
+  return row ? (await withJobs(ctx.db, tenantId, [row]))[0]! : null;
 }
 
 /**
@@ -160,7 +161,7 @@ export async function listCalendars(
     .where(and(ofTenant(calendars, tenantId), opts.cursor === undefined ? undefined : gt(calendars.key, opts.cursor)))
     .orderBy(asc(calendars.key))
     .limit(opts.limit + 1);
-  const items = await Promise.all(rows.slice(0, opts.limit).map((r) => withJobs(ctx.db, r)));
+  const items = await withJobs(ctx.db, tenantId, rows.slice(0, opts.limit));
   return { items, nextCursor: rows.length > opts.limit ? items[items.length - 1]!.key : null };
 }
 
@@ -178,7 +179,7 @@ export async function deleteCalendar(ctx: StoreContext, tenantId: string, key: s
       .where(and(ofTenant(calendars, tenantId), eq(calendars.key, key)))
       .for('update');
     if (!row) return false;
-    const using = await jobsUsing(tx, tenantId, key);
+    const using = (await jobsUsing(tx, tenantId, [key])).get(key) ?? 0;
     if (using > 0) throw new CalendarInUseError(using);
     await tx.delete(calendars).where(and(eq(calendars.shard, shard), eq(calendars.id, row.id)));
     await auditChanges(tx, ctx, tenantId, [{ action: 'calendar.deleted', target: { type: 'calendar', id: key } }]);
@@ -200,28 +201,41 @@ export async function calendarsByKey(db: Executor, tenantId: string, keys: reado
   return new Map(rows.map((r) => [r.key, { timezone: r.timezone, weekendDays: r.weekend_days, holidays: r.holidays }]));
 }
 
-/** Open jobs (active or paused callback jobs) of the tenant that use calendar `key`. */
-async function jobsUsing(db: Executor, tenantId: string, key: string): Promise<number> {
-  const [r] = await query<{ n: number | string }>(
+/**
+ * Open jobs (active or paused callback jobs) of the tenant using each calendar of `keys`, by key (0 when none): one
+ * statement for a page of calendars (`jobs_calendar_idx`).
+ */
+async function jobsUsing(db: Executor, tenantId: string, keys: readonly string[]): Promise<Map<string, number>> {
+  const rows = await query<{ key: string; n: number | string }>(
     db,
-    sql`select count(*) as n from jobs where tenant_id = ${tenantId} and shard = ${shardOf(tenantId)}
-        and calendar_key = ${key} and status in ('active', 'paused') and kind = 'callback'`,
+    sql`select calendar_key as key, count(*) as n from jobs where tenant_id = ${tenantId} and shard = ${shardOf(tenantId)}
+        and calendar_key in (select value from jsonb_array_elements_text(${JSON.stringify(keys)}::jsonb))
+        and status in ('active', 'paused') and kind = 'callback'
+        group by calendar_key`,
   );
-  return Number(r?.n ?? 0);
+  const counts = new Map(keys.map((k) => [k, 0]));
+  for (const r of rows) counts.set(r.key, Number(r.n));
+  return counts;
 }
 
-/** `row` as shown, with the count of open jobs using it. */
-async function withJobs(db: Executor, row: CalendarRow): Promise<CalendarView> {
-  return {
+/** The calendars of one tenant as shown, each with the count of open jobs using it (one statement for the counts). */
+async function withJobs(db: Executor, tenantId: string, rows: readonly CalendarRow[]): Promise<CalendarView[]> {
+  if (rows.length === 0) return [];
+  const using = await jobsUsing(
+    db,
+    tenantId,
+    rows.map((r) => r.key),
+  );
+  return rows.map((row) => ({
     key: row.key,
     name: row.name,
     timezone: row.timezone,
     weekendDays: row.weekendDays as number[],
     holidays: row.holidays as string[],
-    jobs: await jobsUsing(db, row.tenantId, row.key),
+    jobs: using.get(row.key) ?? 0,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
-  };
+  }));
 }
 
 /** The fields a replacement changed, by their API names. */

@@ -320,7 +320,8 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
       () => (jobUpdates.length > 0 ? advanceJobs(tx, o.shard, jobUpdates) : Promise.resolve()),
     );
     // Runs ended `expired` here fire their jobs' chains as any end does (chain-runs.ts), after the end is written.
-    const expired = rows.filter((r) => ended.some((e) => e.id === r.id && e.status === RUN_STATUS.expired));
+    const expiredIds = new Set(ended.filter((e) => e.status === RUN_STATUS.expired).map((e) => e.id));
+    const expired = rows.filter((r) => expiredIds.has(r.id));
     if (expired.length > 0) {
       await triggerChains(
         tx,

@@ -31,7 +31,8 @@ export async function dueTimes(
   keep: ReadonlyMap<string, { occurrenceMs: number; dueMs: number }> = new Map(),
 ): Promise<number[]> {
   const due = items.map((i) => i.planned.dueMs);
-  const groups = new Map<string, number[]>();
+  /** The items placed together: one tenant, destination, occurrence and window; `members` their indexes. */
+  const groups = new Map<string, { tenantId: string; destination: string; occurrenceMs: number; jitterMs: number; members: number[] }>();
   items.forEach((i, n) => {
     const p = i.planned;
     if (i.jitterMode !== 'spread' || i.jitterMs <= 0 || p.firesAtMs !== p.dueMs) return;
@@ -40,11 +41,16 @@ export async function dueTimes(
       due[n] = kept.dueMs;
       return;
     }
-    const key = JSON.stringify([i.tenantId, destinationPatternOf(i.url), p.occurrenceMs, i.jitterMs]);
-    groups.set(key, [...(groups.get(key) ?? []), n]);
+    const destination = destinationPatternOf(i.url);
+    const key = JSON.stringify([i.tenantId, destination, p.occurrenceMs, i.jitterMs]);
+    let group = groups.get(key);
+    if (!group) {
+      group = { tenantId: i.tenantId, destination, occurrenceMs: p.occurrenceMs, jitterMs: i.jitterMs, members: [] };
+      groups.set(key, group);
+    }
+    group.members.push(n);
   });
-  for (const [key, members] of groups) {
-    const [tenantId, destination, occurrenceMs, jitterMs] = JSON.parse(key) as [string, string, number, number];
+  for (const { tenantId, destination, occurrenceMs, jitterMs, members } of groups.values()) {
     const slotMs = Math.max(1, Math.ceil(jitterMs / SPREAD_SLOTS));
     const slots = Math.ceil(jitterMs / slotMs);
     const load = new Array<number>(slots).fill(0);
