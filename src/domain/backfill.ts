@@ -15,9 +15,8 @@ export const MAX_BACKFILL_LIMIT = 1000;
 
 /**
  * Most occurrences a backfill range may hold. Every call walks its whole range (to count `remaining`), one
- * `nextOccurrence` per occurrence: a cron expression is parsed each time, so a 6-field cron took 0.3 ms an occurrence
- * and 1.1 ms under a calendar's `next` roll (several look-ups a day), measured on a busy 2-core VM. 10,000 keep the
- * worst walk to seconds (the store pauses in it for other requests), where 100,000 would take minutes.
+ * `nextOccurrence` per occurrence, and a cron expression is parsed each time (a calendar's `next` roll looks up
+ * several per day): 10,000 keep the worst walk to seconds (the store pauses in it for other requests).
  */
 export const MAX_BACKFILL_OCCURRENCES = 10_000;
 

@@ -37,6 +37,7 @@ const CalendarInput = z
   })
   .openapi('CalendarInput', { description: 'Replaces the calendar: what is absent is the default (no name, weekend [0, 6])' });
 
+/** A calendar as the API shows it (`GET /v1/calendars/:key`, the list, `PUT`'s answer): `jobs` counts the open jobs using it. */
 export const CalendarSchema = z
   .object({
     key: z.string(),
