@@ -51,6 +51,14 @@ describe('richer schedules at the API', () => {
     expect(job.status, JSON.stringify(job.body)).toBe(201);
     expect(job.body.calendar).toEqual({ key: 'de-holidays', roll: 'next' });
     expect((await tenant.api.get('/v1/calendars/de-holidays')).body.jobs).toBe(1);
+    // A page of calendars counts each one's jobs (one grouped count): another calendar, unused, shows 0.
+    expect((await tenant.api.request('PUT', '/v1/calendars/at-holidays', { timezone: 'Europe/Vienna', holidays: [] })).status).toBe(201);
+    const page = (await tenant.api.get('/v1/calendars')).body.calendars.map((c: { key: string; jobs: number }) => [c.key, c.jobs]);
+    expect(page).toEqual([
+      ['at-holidays', 0],
+      ['de-holidays', 1],
+    ]);
+    expect((await tenant.api.request('DELETE', '/v1/calendars/at-holidays')).status).toBe(204);
     const refused = await tenant.api.request('DELETE', '/v1/calendars/de-holidays');
     expect(refused.status).toBe(409);
     expect((await tenant.api.request('DELETE', `/v1/jobs/${job.body.jobId}`)).status).toBe(204);
