@@ -6,9 +6,13 @@
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import pkg from '../package.json' with { type: 'json' };
-import { DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT } from './config.ts';
+import { DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT } from './process-defaults.ts';
 
 type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
+
+/** What `chime serve --role` starts: the HTTP API, the dispatcher, or both in one process. */
+export const ROLES = ['api', 'dispatcher', 'all'] as const;
+export type Role = (typeof ROLES)[number];
 
 /** One `chime` command: what `parseCommand` accepts and what its `--help` says. */
 export type CommandSpec<O extends OptionsConfig = OptionsConfig> = {

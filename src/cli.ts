@@ -11,21 +11,18 @@ import {
   MIGRATE,
   NODE,
   parseCommand,
+  ROLES,
+  type Role,
   resolveCommand,
   SERVE,
   TENANT_CREATE,
   UsageExitError,
   usageError,
 } from './cli-args.ts';
-import { ConfigError, loadConfig } from './config.ts';
-import { createdTenantJson } from './first-tenant.ts';
-import { StartupError, withDatabase } from './open-database.ts';
-import { ROLES, serve } from './serve.ts';
-import { CipherError, keyName } from './store/cipher.ts';
-import { JWKS_GRACE_MS, rotateJwtKey } from './store/jwt-keys.ts';
-import { type SchemaStatus, schemaStatus } from './store/migrate.ts';
-import { reencryptSecrets } from './store/sealed-secrets.ts';
-import { createTenant } from './store/tenants.ts';
+
+// Each command imports what it runs when it runs: `--help` and a wrong command line load nothing but the parser
+// (the build splits the bundle at these imports), so they answer at once.
+const openDatabase = () => import('./open-database.ts');
 
 /** Runs the command `argv` names; a wrong command line or `--help` throws UsageExitError before anything is opened. */
 async function main(argv: string[]): Promise<number> {
@@ -33,8 +30,9 @@ async function main(argv: string[]): Promise<number> {
   switch (spec) {
     case SERVE: {
       const values = parseCommand(SERVE, args);
-      const role = values.role as (typeof ROLES)[number];
+      const role = values.role as Role;
       if (!ROLES.includes(role)) throw usageError(SERVE, `--role must be one of ${ROLES.join(', ')}, not "${values.role}"`);
+      const [{ loadConfig }, { serve }] = await Promise.all([import('./config.ts'), import('./serve.ts')]);
       // --dev (npm start): a laptop's defaults, each overridden by the variable when it is set.
       const devEnv = { HOST: '127.0.0.1', CHIME_ALLOW_PRIVATE_DESTINATIONS: 'true', CHIME_MIGRATE: 'true' };
       const config = loadConfig(values.dev ? { ...devEnv, ...process.env } : process.env);
@@ -42,6 +40,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case MIGRATE: {
       const values = parseCommand(MIGRATE, args);
+      const [{ withDatabase }, { schemaStatus }] = await Promise.all([openDatabase(), import('./store/migrate.ts')]);
       return withDatabase({ schema: values.status ? 'as-is' : 'migrate' }, async (rt) => {
         if (values.status) process.stdout.write(formatSchemaStatus(await schemaStatus(rt.database.db)));
         else process.stderr.write('migrations applied\n');
@@ -51,6 +50,11 @@ async function main(argv: string[]): Promise<number> {
       const values = parseCommand(TENANT_CREATE, args);
       const name = values.name;
       if (!name) throw usageError(TENANT_CREATE, '--name is required');
+      const [{ withDatabase }, { createTenant }, { createdTenantJson }] = await Promise.all([
+        openDatabase(),
+        import('./store/tenants.ts'),
+        import('./first-tenant.ts'),
+      ]);
       return withDatabase({}, async (rt) => {
         const t = await createTenant(rt.store, name);
         process.stdout.write(`${JSON.stringify(createdTenantJson(t), null, 2)}\n`);
@@ -58,6 +62,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case KEYS_ROTATE_JWT: {
       parseCommand(KEYS_ROTATE_JWT, args);
+      const [{ withDatabase }, { rotateJwtKey, JWKS_GRACE_MS }] = await Promise.all([openDatabase(), import('./store/jwt-keys.ts')]);
       return withDatabase({}, async (rt) => {
         const key = await rotateJwtKey(rt.store);
         process.stdout.write(`${JSON.stringify({ kid: key.kid, createdAt: new Date(key.createdAtMs).toISOString() })}\n`);
@@ -68,6 +73,11 @@ async function main(argv: string[]): Promise<number> {
     }
     case KEYS_REENCRYPT: {
       parseCommand(KEYS_REENCRYPT, args);
+      const [{ withDatabase }, { reencryptSecrets }, { keyName }] = await Promise.all([
+        openDatabase(),
+        import('./store/sealed-secrets.ts'),
+        import('./store/cipher.ts'),
+      ]);
       return withDatabase({}, async (rt) => {
         const changed = await reencryptSecrets(rt.database.db, rt.cipher);
         const total = Object.values(changed).reduce((a, b) => a + b, 0);
@@ -92,10 +102,10 @@ async function main(argv: string[]): Promise<number> {
         out: process.stdout,
         ...(values.jwks ? { jwksUrl: values.jwks } : {}),
         ...(after === undefined ? {} : { completeAfterMs: Number(after) }),
-      }).catch((err: unknown) => {
-        if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE')
-          throw new StartupError(`cannot listen on port ${port}: it is in use (EADDRINUSE); pass another --port`);
-        throw err;
+      }).catch(async (err: unknown) => {
+        if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+        const { StartupError } = await openDatabase();
+        throw new StartupError(`cannot listen on port ${port}: it is in use (EADDRINUSE); pass another --port`);
       });
       process.stderr.write(
         `listening for callbacks on ${listener.url}${secrets.length ? '' : ' (no --secret: signatures are not checked)'}\n`,
@@ -116,7 +126,7 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /** `chime migrate --status`: one line per committed migration (`applied` or `pending`), then a summary. */
-function formatSchemaStatus(status: SchemaStatus): string {
+function formatSchemaStatus(status: import('./store/migrate.ts').SchemaStatus): string {
   const lines = [
     ...status.applied.map((m) => `applied  ${m.tag}`),
     ...status.pending.map((m) => `pending  ${m.tag}`),
@@ -127,19 +137,34 @@ function formatSchemaStatus(status: SchemaStatus): string {
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * Writes the one line a user can act on for `err` (a wrong command line, a configuration or start-up failure) and
+ * returns the exit code; anything else is a bug, rethrown with its stack.
+ */
+async function reportFailure(err: unknown): Promise<number> {
+  if (err instanceof UsageExitError) {
+    err.write();
+    return err.code;
+  }
+  // Past the parser: loading the modules that define these errors costs only a failing start.
+  const [{ ConfigError }, { CipherError }, { StartupError }] = await Promise.all([
+    import('./config.ts'),
+    import('./store/cipher.ts'),
+    openDatabase(),
+  ]);
+  if (err instanceof ConfigError || err instanceof CipherError || (err instanceof Error && err.name === 'DataDirLockedError')) {
+    process.stderr.write(`chime: configuration error: ${err.message}\n`);
+    return 1;
+  }
+  if (err instanceof StartupError) {
+    process.stderr.write(`chime: ${err.message}\n`);
+    return 1;
+  }
+  throw err;
+}
+
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (err) {
-  if (err instanceof UsageExitError) {
-    err.write();
-    process.exitCode = err.code;
-  } else if (err instanceof ConfigError || err instanceof CipherError || (err instanceof Error && err.name === 'DataDirLockedError')) {
-    process.stderr.write(`chime: configuration error: ${err.message}\n`);
-    process.exitCode = 1;
-  } else if (err instanceof StartupError) {
-    process.stderr.write(`chime: ${err.message}\n`);
-    process.exitCode = 1;
-  } else {
-    throw err;
-  }
+  process.exitCode = await reportFailure(err);
 }

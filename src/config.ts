@@ -5,11 +5,9 @@
 import { z } from 'zod';
 import { DISPATCHER_DEFAULTS } from './dispatch/defaults.ts';
 import { MAX_QUOTA } from './domain/quotas.ts';
+import { DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT } from './process-defaults.ts';
 
-export const DEFAULT_PORT = 8080;
-/** Address the HTTP server listens on (all IPv4 interfaces). */
-export const DEFAULT_HOST = '0.0.0.0';
-export const DEFAULT_DATA_DIR = './.chime';
+export { DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT };
 /** Finished runs (and their attempts) older than this many days are pruned; 0 keeps them forever. */
 export const DEFAULT_RETENTION_DAYS = 30;
 /** Audit entries older than this many days are pruned; 0 keeps them forever. */

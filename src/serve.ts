@@ -14,6 +14,7 @@ import { createApp } from './api/app.ts';
 import { type MetricsExposition, opsRoutes } from './api/ops.ts';
 import type { RequestRecord } from './api/requests.ts';
 import { buildInfo } from './build-info.ts';
+import type { Role } from './cli-args.ts';
 import type { Config } from './config.ts';
 import { loadWebAssets } from './console/load-node.ts';
 import { createCallbackAgent, createDeliver } from './dispatch/deliver.ts';
@@ -33,7 +34,7 @@ import { ensureJwtKey } from './store/jwt-keys.ts';
 import { countDueRuns } from './store/queue/due-backlog.ts';
 import { checkKeysInUse, MissingEncryptionKeyError } from './store/sealed-secrets.ts';
 import { loadTracing, type Tracing } from './tracing.ts';
-export const ROLES = ['api', 'dispatcher', 'all'] as const;
+
 /**
  * Resolution of the event-loop delay histogram behind nodejs_eventloop_lag_* (prom-client samples with a timer of
  * this period), in ms. prom-client's 10 ms wakes an idle process 100 times a second: about half of an idle
@@ -49,7 +50,7 @@ const OPS_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
  * @returns the exit code (0)
  * @throws StartupError for what configuration fixes (a busy port, an unreachable database, a missing key)
  */
-export async function serve(config: Config, role: (typeof ROLES)[number]): Promise<number> {
+export async function serve(config: Config, role: Role): Promise<number> {
   // A dispatcher's heap setting; an API-only process keeps V8's default (heap-tuning.ts says why).
   if (role !== 'api') tuneHeap();
   const logger = pino({ level: config.logLevel, base: { service: 'chime', role } });
