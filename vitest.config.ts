@@ -14,7 +14,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // The process tests run the built service (`npm run build`), as `npm start` does.
-    globalSetup: ['test/support/build.ts'],
+    // and every fresh embedded database starts from one migrated once (test/support/pglite-template.ts).
+    globalSetup: ['test/support/build.ts', 'test/support/pglite-template.ts'],
     exclude: ['test/bench/**', 'node_modules/**'],
     pool: 'forks',
     testTimeout: 30_000,

@@ -27,18 +27,20 @@ import * as schema from './schema.ts';
  * @param opts.onStatement called with every statement and its parameters (drizzle's query logger), for tests
  * @param opts.sync whether commits sync to disk (default: CHIME_EMBEDDED_SYNC of the environment, on unless `off`);
  *   `memory://` has no disk and never syncs
+ * @param opts.loadDataDir a new database starts as this tarball of a data folder (PGlite's `dumpDataDir`) instead of
+ *   an empty cluster (the tests start from one migrated database); ignored when the folder holds a database
  * @throws PGliteSyncPatchError when `sync` and the installed PGlite lacks Chime's patch; otherwise when the folder
  *   cannot be created or holds a database of an incompatible version
  */
 export async function openEmbedded(
   dataDir: string,
-  opts: { onStatement?: (query: string, params: readonly unknown[]) => void; sync?: boolean } = {},
+  opts: { onStatement?: (query: string, params: readonly unknown[]) => void; sync?: boolean; loadDataDir?: Blob } = {},
 ): Promise<Database & { pg: PGlite }> {
   const memory = dataDir === 'memory://';
   const sync = !memory && (opts.sync ?? process.env.CHIME_EMBEDDED_SYNC !== 'off');
   if (sync) checkPGliteSyncPatch();
   let unlock = async () => {};
-  let created = false;
+  let created = memory;
   if (!memory) {
     await mkdir(dataDir, { recursive: true, mode: DATA_DIR_MODE });
     // Before PGlite writes anything: nobody else may enter the folder while its files are still 0666.
@@ -49,7 +51,11 @@ export async function openEmbedded(
   // The extensions migration 0009 creates for the job-search indexes: PGlite bundles contrib modules separately, and
   // CREATE EXTENSION finds only those loaded here (on every open, not only the first: the indexes need them).
   const startParams = sync ? PGlite.defaultStartParams.filter((p) => p !== FSYNC_OFF_FLAG) : PGlite.defaultStartParams;
-  const pg = await PGlite.create(memory ? undefined : dataDir, { extensions: { pg_trgm, btree_gin }, startParams });
+  const pg = await PGlite.create(memory ? undefined : dataDir, {
+    extensions: { pg_trgm, btree_gin },
+    startParams,
+    ...(created && opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
+  });
   if (sync) {
     try {
       checkSyncHooks(pg.Module);

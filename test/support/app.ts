@@ -18,6 +18,7 @@ import { OpenJobsEstimates } from '../../src/store/open-jobs.ts';
 import { apiClient, createTestTenant, type TestTenant } from './api.ts';
 import { ADMIN_TOKEN } from './chime-process.ts';
 import type { DatabaseTarget } from './databases.ts';
+import { pgliteTemplate } from './pglite-template.ts';
 import { openTestStore } from './store.ts';
 
 type Fetch = (input: string, init?: RequestInit) => Promise<Response>;
@@ -80,7 +81,7 @@ export async function startTestApp(config: Partial<AppConfig> = {}, clockOrOptio
   let openAnother: () => Database;
   let closeAll: () => Promise<void>;
   if (!opts.target) {
-    const embedded = await openEmbedded('memory://');
+    const embedded = await openEmbedded('memory://', { loadDataDir: await pgliteTemplate() });
     await migrateEmbedded(embedded.pg);
     database = embedded;
     openAnother = () => embedded;

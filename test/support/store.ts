@@ -24,6 +24,7 @@ import { openPostgres } from '../../src/store/postgres.ts';
 import { createTenant } from '../../src/store/tenants.ts';
 import type { CitusCluster } from './citus.ts';
 import { type DatabaseTarget, freshDatabase, TEST_ENCRYPTION_KEY } from './databases.ts';
+import { pgliteTemplate } from './pglite-template.ts';
 
 /** A fixed instant tests start from (epoch ms): 2030-01-01T00:00:00Z. */
 export const T0 = Date.UTC(2030, 0, 1);
@@ -63,7 +64,7 @@ export async function openTestStore(
   const cipher = await testCipher();
   if (target.kind === 'pglite') {
     const dataDir = await mkdtemp(join(tmpdir(), 'chime-store-test-'));
-    const database = await openEmbedded(dataDir, opts);
+    const database = await openEmbedded(dataDir, { ...opts, loadDataDir: await pgliteTemplate() });
     await migrateEmbedded(database.pg);
     return {
       target,
