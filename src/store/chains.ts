@@ -6,7 +6,7 @@
 import { sql } from 'drizzle-orm';
 import type { ChainLink } from '../domain/chain.ts';
 import { shardOf } from '../domain/shard.ts';
-import { type Executor, query } from './db.ts';
+import { type Executor, query, uuidArray } from './db.ts';
 
 /** A job of the tenant as a chain sees it: what a link to it needs (`kind`, `status`) and its own links. */
 export type ChainJob = { id: string; name: string | null; kind: string; status: string; then_jobs: ChainLink[] | null };
@@ -23,6 +23,6 @@ export async function chainJobs(db: Executor, tenantId: string, ids: readonly st
     db,
     sql`select id, name, kind, status, then_jobs from jobs
       where shard = ${shardOf(tenantId)} and tenant_id = ${tenantId}
-        and (id = any(${`{${[...new Set(ids)].join(',')}}`}::uuid[]) ${withLinks ? sql`or then_jobs is not null` : sql``})`,
+        and (id = any(${uuidArray([...new Set(ids)])}::uuid[]) ${withLinks ? sql`or then_jobs is not null` : sql``})`,
   );
 }

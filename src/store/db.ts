@@ -41,6 +41,14 @@ export function epochMs(d: Date | string): number {
 }
 
 /**
+ * Ids as one PostgreSQL array literal (`{a,b}`), for `= any($1::uuid[])`: one parameter however many ids, where
+ * `inArray` binds one each (10,000 in a bulk action). The ids must be UUIDs (they come from rows or validated input).
+ */
+export function uuidArray(ids: readonly string[]): string {
+  return `{${ids.join(',')}}`;
+}
+
+/**
  * Planner method settings for a group of statements: PostgreSQL's `enable_*` parameters (manual 20.7.1, "Planner Method
  * Configuration") and the value each must have while the group is planned.
  */

@@ -10,7 +10,7 @@ import { newId } from '../domain/ids.ts';
 import { shardOf } from '../domain/shard.ts';
 import { auditChanges } from './audit-log.ts';
 import type { StoreContext } from './context.ts';
-import { type Db, type Executor, query } from './db.ts';
+import { type Db, type Executor, query, uuidArray } from './db.ts';
 import { flowControls } from './schema.ts';
 import { ofTenant } from './tenant-scope.ts';
 
@@ -114,8 +114,9 @@ export async function listFlowControls(
     .where(and(ofTenant(flowControls, tenantId), opts.cursor === undefined ? undefined : gt(flowControls.key, opts.cursor)))
     .orderBy(asc(flowControls.key))
     .limit(opts.limit + 1);
-  const now = ctx.clock.now();
-  const items = await Promise.all(rows.slice(0, opts.limit).map((r) => withState(ctx.db, r, now)));
+  const page = rows.slice(0, opts.limit);
+  const states = await statesOf(ctx.db, tenantId, page, ctx.clock.now());
+  const items = page.map((r) => view(r, states.get(r.id)));
   return { items, nextCursor: rows.length > opts.limit ? items[items.length - 1]!.key : null };
 }
 
@@ -164,24 +165,45 @@ async function jobsNaming(db: Executor, tenantId: string, key: string): Promise<
   return Number(r?.n ?? 0);
 }
 
+/** A flow control's state: its runs holding a lease, and its runs due and waiting. */
+type FlowState = { inFlight: number; waiting: number };
+
 /** `row` as shown, with its runs in flight and waiting at `nowMs` (epoch ms). */
 async function withState(db: Executor, row: FlowRow, nowMs: number): Promise<FlowControlView> {
-  const [state] = await query<{ in_flight: number | string; waiting: number | string }>(
+  const states = await statesOf(db, row.tenantId, [row], nowMs);
+  return view(row, states.get(row.id));
+}
+
+/**
+ * The state at `nowMs` (epoch ms) of each of the tenant's flow controls `rows`, by id, in one statement on the
+ * tenant's shard (a page of the list is one query, not one per flow control).
+ */
+async function statesOf(db: Executor, tenantId: string, rows: readonly FlowRow[], nowMs: number): Promise<Map<string, FlowState>> {
+  if (rows.length === 0) return new Map();
+  const shard = shardOf(tenantId);
+  const found = await query<{ id: string; in_flight: number | string; waiting: number | string }>(
     db,
-    sql`select
-          (select count(*) from runs where shard = ${row.shard} and flow_id = ${row.id} and lease_expires_at is not null) as in_flight,
-          (select count(*) from runs r where r.shard = ${row.shard} and r.status in ('scheduled', 'retrying')
+    sql`select f.id,
+          (select count(*) from runs where shard = ${shard} and flow_id = f.id and lease_expires_at is not null) as in_flight,
+          (select count(*) from runs r where r.shard = ${shard} and r.status in ('scheduled', 'retrying')
              and r.next_attempt_at <= ${new Date(nowMs).toISOString()}::timestamptz
-             and r.job_id in (select id from jobs where tenant_id = ${row.tenantId} and shard = ${row.shard}
-                              and flow_control_key = ${row.key})) as waiting`,
+             and r.job_id in (select id from jobs where tenant_id = ${tenantId} and shard = ${shard}
+                              and flow_control_key = f.key)) as waiting
+        from flow_controls f
+        where f.shard = ${shard} and f.id = any(${uuidArray(rows.map((r) => r.id))}::uuid[])`,
   );
+  return new Map(found.map((f) => [f.id, { inFlight: Number(f.in_flight), waiting: Number(f.waiting) }]));
+}
+
+/** `row` as the API shows it, with `state` (none: a flow control deleted meanwhile shows 0 and 0). */
+function view(row: FlowRow, state: FlowState | undefined): FlowControlView {
   return {
     key: row.key,
     rate: row.rateLimit !== null && row.ratePeriodMs !== null ? { limit: row.rateLimit, periodMs: row.ratePeriodMs } : null,
     parallelism: row.parallelism,
     paused: row.paused,
-    inFlight: Number(state?.in_flight ?? 0),
-    waiting: Number(state?.waiting ?? 0),
+    inFlight: state?.inFlight ?? 0,
+    waiting: state?.waiting ?? 0,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };

@@ -22,6 +22,7 @@ import {
   pipelined,
   query,
   transactionRetryingDeadlocks,
+  uuidArray,
 } from './db.ts';
 import { assertActiveJobsRoom, type CreateJobOptions, type JobRow } from './jobs.ts';
 import { recordEvents } from './notifications.ts';
@@ -355,14 +356,6 @@ export async function cancelJobs(tx: Executor, tenantId: string, jobIds: readonl
         ne(runs.trigger, RUN_TRIGGER.result),
       ),
     );
-}
-
-/**
- * Ids as one PostgreSQL array literal (`{a,b}`), for `= any($1::uuid[])`: one parameter however many ids, where
- * `inArray` binds one each (10,000 in a bulk action). The ids must be UUIDs (they come from rows or validated input).
- */
-export function uuidArray(ids: readonly string[]): string {
-  return `{${ids.join(',')}}`;
 }
 
 /**

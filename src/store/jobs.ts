@@ -12,7 +12,7 @@ import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../domain/states.ts';
 import { auditInsert, auditRowsJson } from './audit-log.ts';
 import { calendarsByKey } from './calendars.ts';
 import type { StoreContext } from './context.ts';
-import { announcement, type Executor, isUniqueViolation, RUNS_CHANNEL } from './db.ts';
+import { announcement, type Executor, isUniqueViolation, RUNS_CHANNEL, uuidArray } from './db.ts';
 import { type JobFilter, jobFilterCondition } from './job-filter.ts';
 import { countOpenJobs } from './open-jobs.ts';
 import { page } from './paging.ts';
@@ -320,7 +320,7 @@ async function insertJobsAndRuns(
              auth_secret_enc text, body text, calendar_key text, calendar_roll text, max_runs int, jitter_mode text, then_jobs jsonb)),
     new_open as (
       insert into open_jobs (shard, tenant_id, job_id)
-      select ${shardOf(tenantId)}::smallint, ${tenantId}::uuid, unnest(${`{${openIds.join(',')}}`}::uuid[])),
+      select ${shardOf(tenantId)}::smallint, ${tenantId}::uuid, unnest(${uuidArray(openIds)}::uuid[])),
     new_runs as (
       insert into runs (shard, id, tenant_id, job_id, scheduled_for, trigger, status, next_attempt_at, created_at)
       select ${shardOf(tenantId)}::smallint, v.id, ${tenantId}::uuid, v.job_id, v.scheduled_for, ${RUN_TRIGGER.schedule}, ${RUN_STATUS.scheduled},

@@ -14,7 +14,7 @@
 import { sql } from 'drizzle-orm';
 import type { Clock } from '../domain/clock.ts';
 import { shardOf } from '../domain/shard.ts';
-import { type Executor, query } from './db.ts';
+import { type Executor, query, uuidArray } from './db.ts';
 
 /**
  * Makes `open_jobs` (schema.ts) agree with `jobs` for these jobs of bucket `shard`, after a statement of the caller's
@@ -28,7 +28,7 @@ export async function syncOpenJobs(tx: Executor, shard: number, jobIds: readonly
     tx,
     sql`with j as (
           select id, tenant_id, status in ('active', 'paused') and kind = 'callback' as open from jobs
-          where shard = ${shard} and id = any(${`{${jobIds.join(',')}}`}::uuid[])),
+          where shard = ${shard} and id = any(${uuidArray(jobIds)}::uuid[])),
         added as (
           insert into open_jobs (shard, tenant_id, job_id) select ${shard}::smallint, tenant_id, id from j where open
           on conflict do nothing)

@@ -11,7 +11,13 @@ import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 import { rateSlackMs } from '../../src/domain/flow-control.ts';
 import { shardOf } from '../../src/domain/shard.ts';
 import { query } from '../../src/store/db.ts';
-import { deleteFlowControl, FlowControlInUseError, getFlowControl, putFlowControl } from '../../src/store/flow-controls.ts';
+import {
+  deleteFlowControl,
+  FlowControlInUseError,
+  getFlowControl,
+  listFlowControls,
+  putFlowControl,
+} from '../../src/store/flow-controls.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { FLOW_START_DELAY_MS } from '../../src/store/queue/claim-flow-runs.ts';
 import { claimBucket, claimRuns } from '../../src/store/queue/claim-runs.ts';
@@ -87,6 +93,13 @@ describe.each(WITH_CITUS)('flow controls at the claim ($kind)', (target) => {
     expect(b).toEqual([]);
     const view = await getFlowControl(store.ctx, tenantId, 'p3');
     expect(view).toMatchObject({ inFlight: 3, waiting: 5, parallelism: 3, rate: null, paused: false });
+    // A page of the list counts each flow control's own runs (one statement for the whole page).
+    await put('q-idle', { parallelism: 1 });
+    const page = await listFlowControls(store.ctx, tenantId, { limit: 10 });
+    expect(page.items.map((f) => [f.key, f.inFlight, f.waiting])).toEqual([
+      ['p3', 3, 5],
+      ['q-idle', 0, 0],
+    ]);
     // Held back means untouched: still scheduled, no attempt counted, due as before.
     const rest = await waitingRuns(limited.slice(3));
     expect(rest.map((r) => [r.status, r.attempts])).toEqual(rest.map(() => ['scheduled', 0]));

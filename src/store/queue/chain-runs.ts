@@ -13,7 +13,7 @@ import { sql } from 'drizzle-orm';
 import { type ChainLink, linkFires } from '../../domain/chain.ts';
 import { newId } from '../../domain/ids.ts';
 import { DELIVERY_TRIGGERS, type RunTrigger } from '../../domain/states.ts';
-import { announceRun, type Executor, type PlannerSettings, pipelined, query } from '../db.ts';
+import { announceRun, type Executor, type PlannerSettings, pipelined, query, uuidArray } from '../db.ts';
 
 /** A run that just ended, as `recordRunEnds` passes it, with its job's links when the statement that ended it read them. */
 export type ChainedEnd = {
@@ -57,7 +57,7 @@ export async function triggerChains(tx: Executor, shard: number, ended: readonly
           (
             await query<{ id: string; then_jobs: ChainLink[] }>(
               tx,
-              sql`select id, then_jobs from jobs where shard = ${shard} and id = any(${`{${unknown.join(',')}}`}::uuid[])
+              sql`select id, then_jobs from jobs where shard = ${shard} and id = any(${uuidArray(unknown)}::uuid[])
                 and then_jobs is not null`,
             )
           ).map((j) => [j.id, j.then_jobs]),

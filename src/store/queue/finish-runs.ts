@@ -10,7 +10,7 @@
 import { sql } from 'drizzle-orm';
 import { type AttemptOutcome, ERROR_CLASS } from '../../domain/attempt-outcome.ts';
 import { RUN_TRIGGER } from '../../domain/states.ts';
-import { type Db, type PlannerSettings, queryPlanned } from '../db.ts';
+import { type Db, type PlannerSettings, queryPlanned, uuidArray } from '../db.ts';
 import { eachBucket } from './by-bucket.ts';
 import { type FinishedRun, NEXT_FAILURES, REACHED, type RunEndEffects, recordRunEnds } from './run-ends.ts';
 
@@ -80,7 +80,7 @@ function receiverEffects(outcomes: readonly AttemptOutcome[]): RunEndEffects {
  */
 export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
   const shard = outcomes[0]!.shard;
-  const ids = `{${outcomes.map((o) => o.runId).join(',')}}`;
+  const ids = uuidArray(outcomes.map((o) => o.runId));
   // One row per outcome serves both the run update and the attempt log; times travel as epoch ms (to_timestamp is
   // cheaper than parsing timestamp text, and so is writing a number than toISOString).
   const rows = JSON.stringify(

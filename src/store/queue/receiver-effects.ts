@@ -20,7 +20,7 @@ import type { ResultRoute } from '../../domain/job.ts';
 import { planAfter } from '../../domain/plan.ts';
 import type { ControlToken, ResultResponse } from '../../domain/receiver-control.ts';
 import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
-import { announceRun, type Executor, epochMs, query } from '../db.ts';
+import { announceRun, type Executor, epochMs, query, uuidArray } from '../db.ts';
 import { eventDeliveryCallback, eventJobView } from '../notifications.ts';
 import { syncOpenJobs } from '../open-jobs.ts';
 import { type PlanColumns, planColumns, planRuleOf } from '../plan-columns.ts';
@@ -55,7 +55,7 @@ type Ended = { id: string; job_id: string; tenant_id: string; status: string };
 export async function completeJobs(tx: Executor, shard: number, jobIds: readonly string[], nowMs: number): Promise<EventSeed[]> {
   if (jobIds.length === 0) return [];
   const nowIso = new Date(nowMs).toISOString();
-  const ids = `{${jobIds.join(',')}}`;
+  const ids = uuidArray(jobIds);
   const done = await query<{ id: string; tenant_id: string }>(
     tx,
     sql`update jobs set status = 'completed', paused_reason = null, next_run_at = null, updated_at = ${nowIso}::timestamptz
@@ -70,7 +70,7 @@ export async function completeJobs(tx: Executor, shard: number, jobIds: readonly
   );
   await tx.execute(sql`update runs set status = 'canceled', finished_at = ${nowIso}::timestamptz, next_attempt_at = null,
       error = 'job completed: the receiver answered Chime-Control: complete'
-    where shard = ${shard} and job_id = any(${`{${done.map((d) => d.id).join(',')}}`}::uuid[]) and status = 'scheduled' and trigger = 'schedule'`);
+    where shard = ${shard} and job_id = any(${uuidArray(done.map((d) => d.id))}::uuid[]) and status = 'scheduled' and trigger = 'schedule'`);
   return done.map((d) => ({ type: 'job.completed', tenantId: d.tenant_id, jobId: d.id }));
 }
 
@@ -89,7 +89,7 @@ export async function skipNextOccurrences(tx: Executor, shard: number, jobIds: r
     tx,
     sql`select r.id, r.job_id, r.tenant_id, r.scheduled_for, j.callback->>'url' as url, ${planColumns(shard)}
       from runs r join jobs j on j.shard = ${shard} and j.id = r.job_id and j.status = 'active'
-      where r.shard = ${shard} and r.job_id = any(${`{${jobIds.join(',')}}`}::uuid[]) and r.status = 'scheduled' and r.trigger = 'schedule'
+      where r.shard = ${shard} and r.job_id = any(${uuidArray(jobIds)}::uuid[]) and r.status = 'scheduled' and r.trigger = 'schedule'
         and not r.buffered
       for update of r skip locked`,
   );
@@ -176,7 +176,7 @@ export async function recordResultDeliveries(
     const routes = await query<{ id: string; on_success: ResultRoute | null; on_failure: ResultRoute | null }>(
       tx,
       sql`select id, on_success, on_failure from jobs
-        where shard = ${shard} and id = any(${`{${[...new Set(unknown.map((u) => u.job_id))].join(',')}}`}::uuid[])
+        where shard = ${shard} and id = any(${uuidArray([...new Set(unknown.map((u) => u.job_id))])}::uuid[])
           and (on_success is not null or on_failure is not null)`,
     );
     const byJob = new Map(routes.map((r) => [r.id, r]));
@@ -187,8 +187,8 @@ export async function recordResultDeliveries(
     }
   }
   if (wanted.size === 0) return 0;
-  const runIds = `{${[...wanted.keys()].join(',')}}`;
-  const jobIds = `{${[...new Set(finished.filter((e) => wanted.has(e.id)).map((e) => e.job_id))].join(',')}}`;
+  const runIds = uuidArray([...wanted.keys()]);
+  const jobIds = uuidArray([...new Set(finished.filter((e) => wanted.has(e.id)).map((e) => e.job_id))]);
   const jobRows = await tx.select().from(jobs).where(sql`${jobs.shard} = ${shard} and ${jobs.id} = any(${jobIds}::uuid[])`);
   const runRows = await tx.select().from(runs).where(sql`${runs.shard} = ${shard} and ${runs.id} = any(${runIds}::uuid[])`);
   const jobById = new Map(jobRows.map((j) => [j.id, j]));

@@ -9,7 +9,7 @@ import type { ChainLink } from '../../domain/chain.ts';
 import { type EventSeed, PAUSED_REASON, type PausedReason } from '../../domain/events.ts';
 import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
 import { recordAudit } from '../audit-log.ts';
-import { announceRun, type Executor, type PlannerSettings, queryPlanned } from '../db.ts';
+import { announceRun, type Executor, type PlannerSettings, queryPlanned, uuidArray } from '../db.ts';
 import { pauseJobs } from '../job-lifecycle.ts';
 import { recordEvents } from '../notifications.ts';
 import { triggerChains } from './chain-runs.ts';
@@ -202,7 +202,7 @@ export async function releaseNextBuffered(tx: Executor, shard: number, jobIds: r
     sql`update runs r set next_attempt_at = greatest(${now}::timestamptz, r.scheduled_for)
       from (select coalesce((select n.id from (${waiting('desc')}) n where n.trigger = ${RUN_TRIGGER.schedule}),
                             (select o.id from (${waiting('asc')}) o)) as id
-            from jobs j where j.shard = ${shard} and j.id = any(${`{${jobIds.join(',')}}`}::uuid[])) next
+            from jobs j where j.shard = ${shard} and j.id = any(${uuidArray(jobIds)}::uuid[])) next
       where r.shard = ${shard} and r.id = next.id
         -- Not while another run of its job is in flight (a manual run, a retry of an older one, one released before).
         and not exists (select 1 from runs o where o.shard = ${shard} and o.job_id = r.job_id and o.trigger <> ${RUN_TRIGGER.result}
