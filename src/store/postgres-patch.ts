@@ -1,7 +1,8 @@
 /**
  * Start-up check that the installed postgres.js carries Chime's patch (src/store/patches/postgres+3.4.9.patch,
- * porsager/postgres#1154, #1208): unpatched, a transaction whose server dies mid-way crashes the process from a
- * deferred write and leaves the connection hung after the server is back.
+ * porsager/postgres#1154, #1208, #1192): unpatched, a transaction whose server dies mid-way crashes the process from
+ * a deferred write and leaves the connection hung after the server is back, and a connection whose first, internal
+ * query (fetch_types) fails crashes it with an unhandled rejection.
  *
  * `npm ci` applies the patch from package.json's `postinstall` (patch-package, a runtime dependency, so
  * `--omit=dev` keeps it). It is silently skipped when install scripts are (`--ignore-scripts`), and patch-package
@@ -12,8 +13,8 @@
  */
 import { installedPackageDir, packageJsonOf, unpatchedFiles } from './installed-patch.ts';
 
-/** A line every patched file holds (the patch's first comment). */
-export const POSTGRES_PATCH_MARKER = 'Chime patch (porsager/postgres#1154, #1208)';
+/** A line every patched file holds (the newest fix's comment: a file patched by an earlier patch lacks it). */
+export const POSTGRES_PATCH_MARKER = 'Chime patch (porsager/postgres#1192)';
 /** The files the patch changes, relative to the package folder: the ESM build Node runs, the CommonJS and Workers builds. */
 export const POSTGRES_PATCHED_FILES = ['src/connection.js', 'cjs/src/connection.js', 'cf/src/connection.js'] as const;
 /** The command that applies the patch to an installed node_modules, from the project's root. */

@@ -7,7 +7,11 @@
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { sql } from 'drizzle-orm';
+import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
+import { errorChain, query } from '../../src/store/db.ts';
+import { openPostgres } from '../../src/store/postgres.ts';
 import {
   APPLY_PATCH_COMMAND,
   checkPostgresPatch,
@@ -79,5 +83,49 @@ describe('checkPostgresPatch', () => {
     expect(() => checkPostgresPatch(partly)).toThrow(/src\/connection\.js\)/);
     const intact = await copyOfPostgres(join(scratch, 'intact'), { unpatched: [] });
     expect(() => checkPostgresPatch(intact)).not.toThrow();
+  });
+});
+
+// porsager/postgres#1192: the types query every new connection sends first (fetch_types) had its failure dropped as an
+// unhandled rejection, which ends a Node process. Made to fail for sure: a role that may not read pg_type, in a
+// database of its own (a catalog's grants are per database).
+describe.runIf(!!process.env.TEST_DATABASE_URL)('a connection whose types query fails (porsager/postgres#1192)', () => {
+  it('fails its first statement with that error, serves the next, and no rejection goes unhandled', async () => {
+    const adminUrl = process.env.TEST_DATABASE_URL!;
+    const suffix = `${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+    const [dbName, role] = [`chime_notypes_${suffix}`, `chime_notypes_${suffix}`];
+    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+    const url = new URL(adminUrl);
+    url.pathname = `/${dbName}`;
+    url.username = role;
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    let client: ReturnType<typeof openPostgres> | undefined;
+    try {
+      await admin.unsafe(`create database ${dbName}`);
+      await admin.unsafe(`create role ${role} login`);
+      const ownerUrl = new URL(adminUrl);
+      ownerUrl.pathname = `/${dbName}`;
+      const owner = postgres(ownerUrl.toString(), { max: 1, onnotice: () => {} });
+      await owner.unsafe('revoke select on pg_catalog.pg_type from public');
+      await owner.end();
+
+      client = openPostgres(url.toString());
+      // postgres.js rejects the statement waiting for the connection with the types query's error (errored()).
+      const first = await query(client.db, sql`select 1 as one`).catch((err: unknown) => err);
+      expect(errorChain(first).map((e) => e.code)).toContain('42501');
+      expect(await query<{ one: number }>(client.db, sql`select 1 as one`)).toEqual([{ one: 1 }]);
+      // Unhandled rejections are reported once the microtask queue is empty: after a turn of the event loop.
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      await client?.close();
+      await admin.unsafe(`drop database if exists ${dbName} with (force)`);
+      await admin.unsafe(`drop role if exists ${role}`);
+      await admin.end();
+    }
   });
 });
