@@ -19,6 +19,7 @@ import {
   UsageExitError,
   usageError,
 } from './cli-args.ts';
+import type { SchemaStatus } from './store/migrate.ts';
 
 // Each command imports what it runs when it runs: `--help` and a wrong command line load nothing but the parser
 // (the build splits the bundle at these imports), so they answer at once.
@@ -126,7 +127,7 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /** `chime migrate --status`: one line per committed migration (`applied` or `pending`), then a summary. */
-function formatSchemaStatus(status: import('./store/migrate.ts').SchemaStatus): string {
+function formatSchemaStatus(status: SchemaStatus): string {
   const lines = [
     ...status.applied.map((m) => `applied  ${m.tag}`),
     ...status.pending.map((m) => `pending  ${m.tag}`),
