@@ -2,7 +2,8 @@
  * One migrated PGlite database for every test that opens a fresh embedded one: the global setup migrates a database
  * once and dumps its data folder (PGlite's `dumpDataDir`, a tar); a test's fresh database starts from that tar
  * (`openEmbedded`'s `loadDataDir`) instead of running initdb and the migrations again, as PostgreSQL's template
- * databases do. The migrations themselves are tested on their own (test/store/migrate*.test.ts, migration-shard).
+ * databases do. The migrations themselves are tested on their own (test/store/migrations-expand, migration-shard) and
+ * by every process test, whose service migrates its fresh database at start.
  */
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
