@@ -21,7 +21,7 @@ import {
   pglitePackageDir,
 } from '../../src/store/pglite-sync.ts';
 import { APPLY_PATCH_COMMAND } from '../../src/store/postgres-patch.ts';
-import { CHIME_CLI } from '../support/build.ts';
+import { CHIME_BUILD_DIR, CHIME_CLI } from '../support/build.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -163,8 +163,7 @@ async function installWithoutPatch(dir: string): Promise<void> {
   await cp(pglitePackageDir(), join(dir, 'node_modules', '@electric-sql', 'pglite'), { recursive: true });
   for (const file of PGLITE_PATCHED_FILES)
     await writeFile(join(dir, 'node_modules', '@electric-sql', 'pglite', file), await unpatchedText(file));
-  await mkdir(join(dir, dirname(CHIME_CLI)), { recursive: true });
-  await copyFile(join(ROOT, CHIME_CLI), join(dir, CHIME_CLI));
+  await cp(join(ROOT, CHIME_BUILD_DIR), join(dir, CHIME_BUILD_DIR), { recursive: true });
   await symlink(join(ROOT, 'dist', 'console'), join(dir, 'dist', 'console'));
   await symlink(join(ROOT, 'drizzle'), join(dir, 'drizzle'));
 }

@@ -10,6 +10,8 @@ const ROOT = new URL('../..', import.meta.url).pathname;
 
 /** The built CLI, relative to the repository root (package.json `build`). */
 export const CHIME_CLI = 'dist/node/cli.mjs';
+/** The folder of the build: CHIME_CLI and the chunks its commands import when they run. */
+export const CHIME_BUILD_DIR = 'dist/node';
 
 /**
  * Builds CHIME_CLI with `npm run build` (package.json, esbuild), synchronously; esbuild's messages go to stderr.
