@@ -13,6 +13,7 @@ import { auditChanges } from './audit-log.ts';
 import type { StoreContext } from './context.ts';
 import { type Db, type Executor, epochMs, query } from './db.ts';
 import { replanJobs } from './job-lifecycle.ts';
+import { openJobsNaming } from './open-jobs.ts';
 import { calendars } from './schema.ts';
 import { ofTenant } from './tenant-scope.ts';
 
@@ -179,7 +180,7 @@ export async function deleteCalendar(ctx: StoreContext, tenantId: string, key: s
       .where(and(ofTenant(calendars, tenantId), eq(calendars.key, key)))
       .for('update');
     if (!row) return false;
-    const using = (await jobsUsing(tx, tenantId, [key])).get(key) ?? 0;
+    const using = (await openJobsNaming(tx, tenantId, 'calendar_key', [key])).get(key) ?? 0;
     if (using > 0) throw new CalendarInUseError(using);
     await tx.delete(calendars).where(and(eq(calendars.shard, shard), eq(calendars.id, row.id)));
     await auditChanges(tx, ctx, tenantId, [{ action: 'calendar.deleted', target: { type: 'calendar', id: key } }]);
@@ -201,29 +202,13 @@ export async function calendarsByKey(db: Executor, tenantId: string, keys: reado
   return new Map(rows.map((r) => [r.key, { timezone: r.timezone, weekendDays: r.weekend_days, holidays: r.holidays }]));
 }
 
-/**
- * Open jobs (active or paused callback jobs) of the tenant using each calendar of `keys`, by key (0 when none): one
- * statement for a page of calendars (`jobs_calendar_idx`).
- */
-async function jobsUsing(db: Executor, tenantId: string, keys: readonly string[]): Promise<Map<string, number>> {
-  const rows = await query<{ key: string; n: number | string }>(
-    db,
-    sql`select calendar_key as key, count(*) as n from jobs where tenant_id = ${tenantId} and shard = ${shardOf(tenantId)}
-        and calendar_key in (select value from jsonb_array_elements_text(${JSON.stringify(keys)}::jsonb))
-        and status in ('active', 'paused') and kind = 'callback'
-        group by calendar_key`,
-  );
-  const counts = new Map(keys.map((k) => [k, 0]));
-  for (const r of rows) counts.set(r.key, Number(r.n));
-  return counts;
-}
-
 /** The calendars of one tenant as shown, each with the count of open jobs using it (one statement for the counts). */
 async function withJobs(db: Executor, tenantId: string, rows: readonly CalendarRow[]): Promise<CalendarView[]> {
   if (rows.length === 0) return [];
-  const using = await jobsUsing(
+  const using = await openJobsNaming(
     db,
     tenantId,
+    'calendar_key',
     rows.map((r) => r.key),
   );
   return rows.map((row) => ({

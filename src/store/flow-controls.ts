@@ -11,6 +11,7 @@ import { shardOf } from '../domain/shard.ts';
 import { auditChanges } from './audit-log.ts';
 import type { StoreContext } from './context.ts';
 import { type Db, type Executor, query, uuidArray } from './db.ts';
+import { openJobsNaming } from './open-jobs.ts';
 import { flowControls } from './schema.ts';
 import { ofTenant } from './tenant-scope.ts';
 
@@ -134,7 +135,7 @@ export async function deleteFlowControl(ctx: StoreContext, tenantId: string, key
       .where(and(ofTenant(flowControls, tenantId), eq(flowControls.key, key)))
       .for('update');
     if (!row) return false;
-    const naming = await jobsNaming(tx, tenantId, key);
+    const naming = (await openJobsNaming(tx, tenantId, 'flow_control_key', [key])).get(key) ?? 0;
     if (naming > 0) throw new FlowControlInUseError(naming);
     await tx.delete(flowControls).where(and(eq(flowControls.shard, shard), eq(flowControls.id, row.id)));
     await auditChanges(tx, ctx, tenantId, [{ action: 'flow_control.deleted', target: { type: 'flow_control', id: key } }]);
@@ -153,16 +154,6 @@ export async function missingFlowControls(db: Executor, tenantId: string, keys: 
   );
   const have = new Set(found.map((f) => f.key));
   return wanted.filter((k) => !have.has(k));
-}
-
-/** Open jobs (active or paused callback jobs) of the tenant that name `key`. */
-async function jobsNaming(db: Executor, tenantId: string, key: string): Promise<number> {
-  const [r] = await query<{ n: number | string }>(
-    db,
-    sql`select count(*) as n from jobs where tenant_id = ${tenantId} and shard = ${shardOf(tenantId)}
-        and flow_control_key = ${key} and status in ('active', 'paused') and kind = 'callback'`,
-  );
-  return Number(r?.n ?? 0);
 }
 
 /** A flow control's state: its runs holding a lease, and its runs due and waiting. */

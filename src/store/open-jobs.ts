@@ -89,3 +89,26 @@ export class OpenJobsEstimates {
     if (e) e.added += n;
   }
 }
+
+/**
+ * The tenant's open jobs (active or paused callback jobs) naming each key of `keys` in `column` (a calendar, a flow
+ * control), by key, 0 for a key none names: one grouped statement on the tenant's shard.
+ */
+export async function openJobsNaming(
+  db: Executor,
+  tenantId: string,
+  column: 'calendar_key' | 'flow_control_key',
+  keys: readonly string[],
+): Promise<Map<string, number>> {
+  const counts = new Map(keys.map((k) => [k, 0]));
+  if (keys.length === 0) return counts;
+  const rows = await query<{ key: string; n: number | string }>(
+    db,
+    sql`select ${sql.identifier(column)} as key, count(*) as n from jobs where tenant_id = ${tenantId} and shard = ${shardOf(tenantId)}
+        and ${sql.identifier(column)} in (select value from jsonb_array_elements_text(${JSON.stringify(keys)}::jsonb))
+        and status in ('active', 'paused') and kind = 'callback'
+        group by ${sql.identifier(column)}`,
+  );
+  for (const r of rows) counts.set(r.key, Number(r.n));
+  return counts;
+}
