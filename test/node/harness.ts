@@ -37,6 +37,7 @@ export class NodeProcess {
     // Always drain stderr, or a chatty child would block on a full pipe.
     child.stderr.on('data', (chunk: string) => {
       this.stderr += chunk;
+      this.notify();
     });
     child.stdin.on('error', () => {}); // EPIPE if the child died; the test sees it through `exit`
     this.exited = new Promise((resolve) => {
@@ -48,10 +49,20 @@ export class NodeProcess {
     });
   }
 
-  /** Starts `npx tsx src/cli.ts node` in the repository root, in its own process group (see `kill`). */
-  static start(): NodeProcess {
+  /**
+   * Starts `npx tsx src/cli.ts node` in the repository root, in its own process group (see `kill`), and waits for
+   * its `chime node: ready` log line, so that the reply deadlines of `nextLine` do not include start-up (npx and
+   * tsx's transform take over 10 s on a loaded CI machine).
+   * @throws Error when the node is not ready within `readyTimeoutMs` (with stderr, to see why)
+   */
+  static async start(readyTimeoutMs = 60_000): Promise<NodeProcess> {
     const child = spawn('npx', ['tsx', 'src/cli.ts', 'node'], { cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-    return new NodeProcess(child);
+    const node = new NodeProcess(child);
+    if (!(await node.waitFor(() => /chime node: ready/.test(node.stderr), readyTimeoutMs))) {
+      node.kill();
+      throw new Error(`chime node not ready within ${readyTimeoutMs} ms (exit ${JSON.stringify(node.exit)}); stderr:\n${node.stderr}`);
+    }
+    return node;
   }
 
   private notify(): void {

@@ -42,7 +42,7 @@ function message(i: number): { line: string; type: string; code?: number } {
 }
 
 it('answers all of 10,000 pipelined messages, in order, each correctly', { timeout: 120_000 }, async () => {
-  proc = NodeProcess.start();
+  proc = await NodeProcess.start();
   const p = proc;
   const expected = Array.from({ length: N }, (_, k) => message(k + 1));
   for (const m of expected) await p.sendRaw(m.line);

@@ -7,14 +7,17 @@ import { NodeProcess, type Reply } from './harness.ts';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const RFC3339_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
+/** Start-up (up to `NodeProcess.start`'s 60 s on a loaded machine) and the exchange. */
+const TIMEOUT = { timeout: 90_000 };
+
 let proc: NodeProcess | undefined;
 afterEach(() => {
   proc?.kill();
   proc = undefined;
 });
 
-function start(): NodeProcess {
-  proc = NodeProcess.start();
+async function start(): Promise<NodeProcess> {
+  proc = await NodeProcess.start();
   return proc;
 }
 
@@ -38,8 +41,8 @@ async function finish(p: NodeProcess, expected: number): Promise<Reply[]> {
 }
 
 describe('chime node: init and schedule_job', () => {
-  it('answers the PROTOCOL.md example exchange, init, and both schedule_job forms', async () => {
-    const p = start();
+  it('answers the PROTOCOL.md example exchange, init, and both schedule_job forms', TIMEOUT, async () => {
+    const p = await start();
 
     // The example from PROTOCOL.md, verbatim, before any init: the node answers as the message's dest.
     const before = Date.now();
@@ -96,8 +99,8 @@ describe('chime node: init and schedule_job', () => {
 });
 
 describe('chime node: execute_jobs', () => {
-  it('runs due jobs in due order at logical time; recurring jobs move on, one-time jobs are done', async () => {
-    const p = start();
+  it('runs due jobs in due order at logical time; recurring jobs move on, one-time jobs are done', TIMEOUT, async () => {
+    const p = await start();
     await p.rpc({ type: 'init', node_id: 'n1', node_ids: ['n1'] });
     const id = async (body: Record<string, unknown>) =>
       (await p.rpc({ type: 'schedule_job', task: 't', payload: {}, ...body })).job_id as string;
@@ -124,8 +127,8 @@ describe('chime node: execute_jobs', () => {
 });
 
 describe('chime node: execute_job', () => {
-  it('runs a job, and reports failures with backoff 2000, 4000, … until max_attempts', async () => {
-    const p = start();
+  it('runs a job, and reports failures with backoff 2000, 4000, … until max_attempts', TIMEOUT, async () => {
+    const p = await start();
     await p.rpc({ type: 'init', node_id: 'n1', node_ids: ['n1'] });
     const schedule = async (extra: Record<string, unknown> = {}) =>
       (await p.rpc({ type: 'schedule_job', task: 't', payload: null, delay_ms: 10_000, current_time: '2026-11-22T10:00:00Z', ...extra }))
@@ -188,8 +191,8 @@ describe('chime node: execute_job', () => {
 });
 
 describe('chime node: errors', () => {
-  it('answers bad input with Maelstrom error codes and keeps serving', async () => {
-    const p = start();
+  it('answers bad input with Maelstrom error codes and keeps serving', TIMEOUT, async () => {
+    const p = await start();
     let replies = 0;
     const expectError = async (body: Record<string, unknown>, code: number) => {
       replies++;
