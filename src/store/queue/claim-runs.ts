@@ -23,7 +23,7 @@ import { type BucketDue, type BucketShare, Rotation, shareClaim, shareLeftover }
 import { newId } from '../../domain/ids.ts';
 import type { PlannedRun } from '../../domain/plan.ts';
 import { JOB_STATUS, RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
-import { announceRun, type Db, type Executor, epochMs, type PlannerSettings, pipelined, planTransaction, query } from '../db.ts';
+import { announceRun, type Db, type Executor, epochMs, type PlannerSettings, pipelined, planTransaction, query, uuidArray } from '../db.ts';
 import { endpointsOfEvents, recordEvents } from '../notifications.ts';
 import { planColumns, planRuleOf } from '../plan-columns.ts';
 import { runs } from '../schema.ts';
@@ -112,7 +112,10 @@ function dueRuns(shard: number, horizonIso: string, limit: number, skip: string[
  * backlog and a sort: every claim read and sorted the backlog, so a drain was quadratic in its size. Every statement
  * of the claim joins its few rows to rows of one bucket by primary key, so hash and merge joins and bitmap scans are
  * priced out too: short of statistics, the planner took the bucket's condition for selective and read every job of
- * the bucket into a hash for a claim's hundred.
+ * the bucket into a hash for a claim's hundred. The same mistake in a nested loop (the bucket's rows read once and
+ * compared with every row of the batch) is priced out by the statements themselves: each that updates rows of the
+ * batch by primary key names their ids as an array too (`id = any(…)`), so the rows it reads are the batch's,
+ * whatever the statistics (test/store/queue-cost.test.ts).
  */
 export const CLAIM_PLAN: PlannerSettings = {
   enable_sort: 'off',
@@ -431,5 +434,5 @@ async function overlapOf(tx: Executor, shard: number, rows: ClaimRow[]): Promise
 function bufferRuns(tx: Executor, shard: number, ids: readonly string[]) {
   return tx.execute(sql`update runs set status = 'scheduled', buffered = true, next_attempt_at = null, lease_owner = null,
       lease_expires_at = null, attempts = attempts - 1, started_at = null, flow_id = null
-    where shard = ${shard} and id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`);
+    where shard = ${shard} and id = any(${uuidArray(ids)}::uuid[])`);
 }

@@ -10,7 +10,7 @@ import { EVENT_DELIVERY_RETRY, EVENT_DELIVERY_WINDOW_MS } from '../../domain/eve
 import type { CallbackSpec, ResultRoute } from '../../domain/job.ts';
 import type { RetryPolicy } from '../../domain/retry.ts';
 import type { CatchUpPolicy, DeliveryMode, OverlapPolicy, RunTrigger } from '../../domain/states.ts';
-import type { Executor } from '../db.ts';
+import { type Executor, uuidArray } from '../db.ts';
 import type { PlanColumns } from '../plan-columns.ts';
 import type { HoldCandidate } from './hold-runs.ts';
 
@@ -111,7 +111,7 @@ export function endRuns(tx: Executor, shard: number, ended: { id: string; status
     set status = v.status, error = v.error, finished_at = ${nowIso}::timestamptz, lease_owner = null, lease_expires_at = null,
         attempts = r.attempts - 1
     from jsonb_to_recordset(${JSON.stringify(ended)}::jsonb) as v(id uuid, status text, error text)
-    where r.shard = ${shard} and r.id = v.id`);
+    where r.shard = ${shard} and r.id = v.id and r.id = any(${uuidArray(ended.map((e) => e.id))}::uuid[])`);
 }
 
 /**
@@ -124,15 +124,24 @@ export function advanceJobs(
   shard: number,
   updates: { id: string; next_ms: number | null; last_ms: number; completed: boolean }[],
 ) {
-  return tx.execute(sql`with advanced as (
+  return tx.execute(advanceJobsStatement(shard, updates));
+}
+
+/** `advanceJobs`' statement; exported for the plan's test (test/store/queue-cost.test.ts). */
+export function advanceJobsStatement(
+  shard: number,
+  updates: { id: string; next_ms: number | null; last_ms: number; completed: boolean }[],
+) {
+  return sql`with advanced as (
       update jobs j
       set next_run_at = to_timestamp(v.next_ms / 1000.0), last_run_at = to_timestamp(v.last_ms / 1000.0),
           scheduled_runs = j.scheduled_runs + 1,
           status = case when v.completed and j.status = 'active' then 'completed' else j.status end
       from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb)
            as v(id uuid, next_ms bigint, last_ms bigint, completed boolean)
-      where j.shard = ${shard} and j.id = v.id
+      -- The ids again as an array (see CLAIM_PLAN): the jobs are read by primary key, never the bucket's every one.
+      where j.shard = ${shard} and j.id = v.id and j.id = any(${uuidArray(updates.map((u) => u.id))}::uuid[])
       returning j.id, j.tenant_id, j.status)
     delete from open_jobs o using advanced a
-    where o.shard = ${shard} and o.tenant_id = a.tenant_id and o.job_id = a.id and a.status = 'completed'`);
+    where o.shard = ${shard} and o.tenant_id = a.tenant_id and o.job_id = a.id and a.status = 'completed'`;
 }
