@@ -139,7 +139,7 @@ export function advanceJobsStatement(
           status = case when v.completed and j.status = 'active' then 'completed' else j.status end
       from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb)
            as v(id uuid, next_ms bigint, last_ms bigint, completed boolean)
-      -- The ids again as an array (see CLAIM_PLAN): the jobs are read by primary key, never the bucket's every one.
+      -- The ids again as an array (see CLAIM_PLAN): stale statistics cannot make it read the bucket once per job.
       where j.shard = ${shard} and j.id = v.id and j.id = any(${uuidArray(updates.map((u) => u.id))}::uuid[])
       returning j.id, j.tenant_id, j.status)
     delete from open_jobs o using advanced a
