@@ -49,6 +49,19 @@ export function uuidArray(ids: readonly string[]): string {
 }
 
 /**
+ * A WHERE condition joining a batch's rows of one bucket (the updated table, as `alias`) to `v`, the batch as
+ * `jsonb_to_recordset` rows with an `id` column, by primary key; the ids are named again as an array, so that statistics
+ * older than the bucket's rows cannot make PostgreSQL read the bucket once per row of the batch (a nested loop under
+ * the hot path's planner settings): it reads the batch's rows, or the bucket once at worst (test/store/queue-cost.test.ts).
+ * @param alias the updated table's alias in the statement (a fixed identifier, never input)
+ * @param ids the batch's ids, as in `v` (UUIDs)
+ */
+export function batchByPrimaryKey(alias: 'r' | 'j', shard: number, ids: readonly string[]): SQL {
+  const a = sql.raw(alias);
+  return sql`${a}.shard = ${shard} and ${a}.id = v.id and ${a}.id = any(${uuidArray(ids)}::uuid[])`;
+}
+
+/**
  * Planner method settings for a group of statements: PostgreSQL's `enable_*` parameters (manual 20.7.1, "Planner Method
  * Configuration") and the value each must have while the group is planned.
  */

@@ -114,8 +114,8 @@ function dueRuns(shard: number, horizonIso: string, limit: number, skip: string[
  * priced out too: short of statistics, the planner took the bucket's condition for selective and read every job of
  * the bucket into a hash for a claim's hundred. The same mistake in a nested loop (the bucket's rows read once and
  * compared with every row of the batch) is priced out by the statements themselves: each that updates rows of the
- * batch by primary key names their ids as an array too (`id = any(…)`), so it reads the batch's rows, or at worst the
- * bucket's once, whatever the statistics: never the bucket once per row of the batch (test/store/queue-cost.test.ts).
+ * batch by primary key names their ids as an array too (`batchByPrimaryKey`, or `id = any(…)`), so it reads the
+ * batch's rows, or at worst the bucket's once, whatever the statistics: never the bucket once per row of the batch.
  */
 export const CLAIM_PLAN: PlannerSettings = {
   enable_sort: 'off',

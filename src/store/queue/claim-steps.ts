@@ -10,7 +10,7 @@ import { EVENT_DELIVERY_RETRY, EVENT_DELIVERY_WINDOW_MS } from '../../domain/eve
 import type { CallbackSpec, ResultRoute } from '../../domain/job.ts';
 import type { RetryPolicy } from '../../domain/retry.ts';
 import type { CatchUpPolicy, DeliveryMode, OverlapPolicy, RunTrigger } from '../../domain/states.ts';
-import { type Executor, uuidArray } from '../db.ts';
+import { batchByPrimaryKey, type Executor } from '../db.ts';
 import type { PlanColumns } from '../plan-columns.ts';
 import type { HoldCandidate } from './hold-runs.ts';
 
@@ -111,7 +111,11 @@ export function endRuns(tx: Executor, shard: number, ended: { id: string; status
     set status = v.status, error = v.error, finished_at = ${nowIso}::timestamptz, lease_owner = null, lease_expires_at = null,
         attempts = r.attempts - 1
     from jsonb_to_recordset(${JSON.stringify(ended)}::jsonb) as v(id uuid, status text, error text)
-    where r.shard = ${shard} and r.id = v.id and r.id = any(${uuidArray(ended.map((e) => e.id))}::uuid[])`);
+    where ${batchByPrimaryKey(
+      'r',
+      shard,
+      ended.map((e) => e.id),
+    )}`);
 }
 
 /**
@@ -139,8 +143,11 @@ export function advanceJobsStatement(
           status = case when v.completed and j.status = 'active' then 'completed' else j.status end
       from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb)
            as v(id uuid, next_ms bigint, last_ms bigint, completed boolean)
-      -- The ids again as an array (see CLAIM_PLAN): stale statistics cannot make it read the bucket once per job.
-      where j.shard = ${shard} and j.id = v.id and j.id = any(${uuidArray(updates.map((u) => u.id))}::uuid[])
+      where ${batchByPrimaryKey(
+        'j',
+        shard,
+        updates.map((u) => u.id),
+      )}
       returning j.id, j.tenant_id, j.status)
     delete from open_jobs o using advanced a
     where o.shard = ${shard} and o.tenant_id = a.tenant_id and o.job_id = a.id and a.status = 'completed'`;

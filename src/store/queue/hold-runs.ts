@@ -24,7 +24,7 @@
 import { sql } from 'drizzle-orm';
 import { effectiveQuota, nextUtcDayStart, quotaOverridesOf, utcDay } from '../../domain/quotas.ts';
 import { SHARD_COUNT, shardOf } from '../../domain/shard.ts';
-import { announceRun, type Executor, epochMs, query, uuidArray } from '../db.ts';
+import { announceRun, batchByPrimaryKey, type Executor, epochMs, query } from '../db.ts';
 
 /** Where a suspended tenant's due runs wait (`next_attempt_at`) until it is resumed: never due by any clock. */
 export const HELD_UNTIL = new Date('9999-12-31T00:00:00.000Z');
@@ -147,7 +147,11 @@ export function giveBackStatement(shard: number, runs: { id: string; until: stri
             next_attempt_at = v.until, started_at = case when r.attempts > 1 then r.started_at end,
             lease_owner = null, lease_expires_at = null
         from jsonb_to_recordset(${JSON.stringify(runs)}::jsonb) as v(id uuid, until timestamptz)
-        where r.shard = ${shard} and r.id = v.id and r.id = any(${uuidArray(runs.map((r) => r.id))}::uuid[])`;
+        where ${batchByPrimaryKey(
+          'r',
+          shard,
+          runs.map((r) => r.id),
+        )}`;
 }
 
 /**

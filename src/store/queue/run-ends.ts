@@ -9,7 +9,7 @@ import type { ChainLink } from '../../domain/chain.ts';
 import { type EventSeed, PAUSED_REASON, type PausedReason } from '../../domain/events.ts';
 import { RUN_STATUS, RUN_TRIGGER } from '../../domain/states.ts';
 import { recordAudit } from '../audit-log.ts';
-import { announceRun, type Executor, type PlannerSettings, queryPlanned, uuidArray } from '../db.ts';
+import { announceRun, batchByPrimaryKey, type Executor, type PlannerSettings, queryPlanned, uuidArray } from '../db.ts';
 import { pauseJobs } from '../job-lifecycle.ts';
 import { recordEvents } from '../notifications.ts';
 import { triggerChains } from './chain-runs.ts';
@@ -63,16 +63,14 @@ export async function countFailuresInARow(tx: Executor, shard: number, ended: re
     tally.set(h.job_id, t);
   }
   if (tally.size === 0) return new Set();
-  // Nested loops over primary keys (with hash joins the update would scan the bucket's jobs); the ids again as an array,
-  // so that stale statistics do not make it read the bucket's jobs once per row either (CLAIM_PLAN).
+  // Nested loops over primary keys (with hash joins the update would scan the bucket's jobs).
   const counted = await queryPlanned<{ id: string; reached: boolean }>(
     tx,
     RUN_ENDS_PLAN,
     sql`update jobs j
       set consecutive_failures = ${NEXT_FAILURES('v')}
       from jsonb_to_recordset(${JSON.stringify([...tally].map(([id, t]) => ({ id, ...t })))}::jsonb) as v(id uuid, failed int, reset boolean)
-      where j.shard = ${shard} and j.id = v.id and j.id = any(${uuidArray([...tally.keys()])}::uuid[])
-        and (v.failed > 0 or j.consecutive_failures <> 0)
+      where ${batchByPrimaryKey('j', shard, [...tally.keys()])} and (v.failed > 0 or j.consecutive_failures <> 0)
       returning j.id, ${REACHED} as reached`,
   );
   return new Set(counted.filter((c) => c.reached).map((c) => c.id));
