@@ -13,6 +13,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
+  bucketsAfter,
   type ClaimPacer,
   type ClaimPacerDeps,
   CONTENDED_SLEEP_MS,
@@ -281,6 +282,61 @@ describe('claim pacer', () => {
     await stopAtOnce(pacer);
   });
 
+  it('sleeps until the due time its last claim told, without reading the buckets, and reads them again after pollMs', async () => {
+    // Steady traffic in bucket 1: each claim takes one run and tells the next, 300 ms after the last.
+    const s = fakeStore(
+      (args, call) => {
+        args.onBucketDue?.(1, T0 + 300 * call);
+        return batch(call, 1);
+      },
+      (call) => (call === 1 ? [{ shard: 1, dueAtMs: T0 }] : []),
+    );
+    const { clock, pacer } = pacerOf(s.store, fakeQueue(100), { pollMs: 1_000 });
+    pacer.start();
+    await settle();
+    // The run told enters the lookahead (250 ms) in 50 ms: the sleep follows it, no read.
+    expect(s.events).toEqual(['due', 'claim 2']);
+    expect(clock.sleeps).toEqual([50]);
+    await clock.tick(50);
+    expect(s.events).toEqual(['due', 'claim 2', 'claim 2']);
+    expect(s.claimCalls[1]!.buckets).toEqual([{ shard: 1, dueAtMs: T0 + 300 }]);
+    // Each claim 300 ms after the last, by what the claims told, until the read is a poll old (1,000 ms): the sleep
+    // after the claim at 1,250 ms is planned on a read.
+    for (const ms of [350, 650, 950]) {
+      await clock.tick(300);
+      expect(clock.now() - T0).toBe(ms);
+    }
+    expect(s.events).toEqual(['due', 'claim 2', 'claim 2', 'claim 2', 'claim 2', 'claim 2']);
+    await clock.tick(300);
+    expect(s.events).toEqual(['due', 'claim 2', 'claim 2', 'claim 2', 'claim 2', 'claim 2', 'claim 2', 'due']);
+    await stopAtOnce(pacer);
+  });
+
+  it('reads the buckets before the sleep after a claim when a wake-up was asked for since its read, or a bucket could not tell', async () => {
+    const told: (number | undefined)[] = [T0 + 300, T0 + 600, undefined];
+    const read = [[{ shard: 1, dueAtMs: T0 }], [{ shard: 1, dueAtMs: T0 + 600 }]];
+    const s = fakeStore(
+      (args, call) => {
+        args.onBucketDue?.(1, told[call - 1]);
+        return batch(call, 1);
+      },
+      (call) => read[call - 1] ?? [],
+    );
+    const { clock, wakeup, pacer } = pacerOf(s.store, fakeQueue(100));
+    pacer.start();
+    await settle();
+    expect(s.events).toEqual(['due', 'claim 2']);
+    // A run announced due later than the sleep's end: the sleep goes on, but the next sleep is planned on a read.
+    wakeup.wakeBy(T0 + 30_000);
+    await clock.tick(50);
+    expect(s.events).toEqual(['due', 'claim 2', 'claim 2', 'due']);
+    // The read serves the claim after the sleep; that claim cannot tell: read again.
+    await clock.tick(300);
+    expect(s.events).toEqual(['due', 'claim 2', 'claim 2', 'due', 'claim 2', 'due']);
+    expect(s.claimCalls[2]!.buckets).toEqual(read[1]);
+    await stopAtOnce(pacer);
+  });
+
   it('logs a failing claim and retries it after a backoff by the clock', async () => {
     const queue = fakeQueue(10);
     const failure = new Error('database down');
@@ -414,6 +470,42 @@ describe('the claim pacer and destination room', () => {
     await settle();
     expect(s.claimCalls[2]).toMatchObject({ limit: 10, skipDestinations: [] });
     await stopAtOnce(pacer);
+  });
+});
+
+describe('bucketsAfter', () => {
+  it('puts each bucket a claim told at its due time, drops one with none left, and keeps the others', () => {
+    const before = [
+      { shard: 1, dueAtMs: T0 },
+      { shard: 2, dueAtMs: T0 + 5_000, flows: true },
+      { shard: 3, dueAtMs: T0 + 10 },
+    ];
+    expect(
+      bucketsAfter(
+        before,
+        new Map([
+          [3, T0 + 900],
+          [1, null],
+        ]),
+      ),
+    ).toEqual([
+      { shard: 2, dueAtMs: T0 + 5_000, flows: true },
+      { shard: 3, dueAtMs: T0 + 900 },
+    ]);
+  });
+
+  it('cannot tell when a bucket could not, or none told', () => {
+    const before = [{ shard: 1, dueAtMs: T0 }];
+    expect(
+      bucketsAfter(
+        before,
+        new Map([
+          [1, T0 + 1],
+          [2, undefined],
+        ]),
+      ),
+    ).toBeNull();
+    expect(bucketsAfter(before, new Map())).toBeNull();
   });
 });
 

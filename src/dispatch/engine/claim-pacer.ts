@@ -111,6 +111,8 @@ export async function claimBatch(
     destinationRoom?: (destination: string) => number;
     rotation: Rotation;
     buckets?: BucketDue[];
+    /** Each bucket's earliest waiting run after its claim (claim-runs.ts `FairClaim.onBucketDue`). */
+    onBucketDue?: (shard: number, nextDueAtMs: number | null | undefined) => void;
   },
 ): Promise<ClaimedRun[]> {
   const { db, clock, logger, options: o } = deps;
@@ -133,6 +135,7 @@ export async function claimBatch(
       destinationRoom: c.destinationRoom,
       rotation: c.rotation,
       buckets: c.buckets ?? (await store.dueBuckets(db)),
+      onBucketDue: c.onBucketDue,
       onBucketError: (shard, err) => {
         span?.setAttributes({ 'chime.claim.bucket_failed': true });
         logger.warn({ err, shard }, 'claim failed in one bucket; the others go on');
@@ -162,6 +165,16 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
   /** The buckets with waiting runs as last read (at `knownAt`), for the claims within BUCKETS_FRESH_MS; null: read them. */
   let known: BucketDue[] | null = null;
   let knownAt = -Infinity;
+  /** `wakeup.heard` when the buckets were last read: a wake-up asked for since (a run announced) calls for a read. */
+  let heardAtRead = -1;
+  /**
+   * The buckets as the last claim left them (`known` with each bucket it claimed at its earliest waiting run after
+   * the claim), when every bucket it claimed could tell (claim-runs.ts `BucketClaim.nextDueAtMs`); null: not so. Under
+   * steady traffic the sleep after a claim follows it instead of a read of every bucket (one probe each): the buckets
+   * are read again only after a wake-up asked for (a run announced, a retry written, a reap), a claim that could not
+   * tell, or `pollMs`.
+   */
+  let afterClaim: BucketDue[] | null = null;
   /**
    * `known` was read just before a sleep that ran its full time: it still holds for the claim that follows, whatever
    * its age. A run announced meanwhile (NOTIFY) that the claim's horizon would reach ends the sleep early (`wakeBy`).
@@ -187,15 +200,22 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
     wakeup.wake();
   };
 
+  async function readBuckets(): Promise<BucketDue[]> {
+    heardAtRead = wakeup.heard;
+    known = await store.dueBuckets(db);
+    knownAt = clock.now();
+    return known;
+  }
+
   async function claim(limit: number, horizonMs: number, skipDestinations: string[] = []): Promise<ClaimedRun[]> {
     const started = clock.now();
-    if (known === null || (!knownThroughSleep && started - knownAt > BUCKETS_FRESH_MS)) {
-      known = await store.dueBuckets(db);
-      knownAt = clock.now();
-    }
+    const buckets = known === null || (!knownThroughSleep && started - knownAt > BUCKETS_FRESH_MS) ? await readBuckets() : known;
     knownThroughSleep = false;
     const destinationRoom = queue.destinationRoom;
-    const claimed = await claimBatch(deps, { limit, horizonMs, skipDestinations, destinationRoom, rotation, buckets: known });
+    const told = new Map<number, number | null | undefined>();
+    const onBucketDue = (shard: number, due: number | null | undefined) => told.set(shard, due);
+    const claimed = await claimBatch(deps, { limit, horizonMs, skipDestinations, destinationRoom, rotation, buckets, onBucketDue });
+    afterClaim = claimed.length > 0 ? bucketsAfter(buckets, told) : null;
     for (const run of claimed) queue.add(run);
     return claimed;
   }
@@ -207,8 +227,10 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
    * @returns false when a claim should be made now, true after a sleep
    */
   async function sleepUntilDue(claimIfDue: boolean, skipping: boolean): Promise<boolean> {
-    known = await store.dueBuckets(db);
-    knownAt = clock.now();
+    const told = afterClaim;
+    afterClaim = null;
+    if (told !== null && claimIfDue && !skipping && wakeup.heard === heardAtRead && clock.now() - knownAt < o.pollMs) known = told;
+    else known = await readBuckets();
     const due = known.length === 0 ? null : Math.min(...known.map((b) => b.dueAtMs));
     const now = clock.now();
     let wait = claimWaitMs(due, now, o, claimIfDue);
@@ -290,6 +312,7 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
         await sleepUntilDue(claimed.length > 0, skip.length > 0);
       } catch (err) {
         known = null;
+        afterClaim = null;
         const backoffMs = delays.next().value;
         logger.error({ err, backoffMs }, 'claim failed; retrying');
         if (!running) break;
@@ -311,4 +334,16 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
       await done;
     },
   };
+}
+
+/**
+ * `buckets` as a claim left them: each bucket in `told` at the due time its claim reported (dropped when none is left);
+ * null when a bucket's claim could not tell (undefined) or none reported.
+ */
+export function bucketsAfter(buckets: readonly BucketDue[], told: ReadonlyMap<number, number | null | undefined>): BucketDue[] | null {
+  if (told.size === 0 || [...told.values()].some((due) => due === undefined)) return null;
+  const after = buckets.filter((b) => !told.has(b.shard));
+  // A bucket with flow controls never tells (its claim goes through them), so no `flows` flag is lost here.
+  for (const [shard, due] of told) if (typeof due === 'number') after.push({ shard, dueAtMs: due });
+  return after.sort((a, b) => a.shard - b.shard);
 }

@@ -7,6 +7,11 @@ import type { Clock } from '../../domain/clock.ts';
 export class Wakeup {
   private ending: AbortController | null = null;
   private wakeAt = Infinity;
+  /**
+   * How many wake-ups were asked for (`wake`, `wakeBy`), whether or not a sleep was under way: a reader of the due
+   * times compares it with the count at its read to know whether anything was announced since.
+   */
+  heard = 0;
 
   constructor(private readonly clock: Clock) {}
 
@@ -28,6 +33,7 @@ export class Wakeup {
 
   /** Ends the current sleep now (nothing when none is under way). */
   wake(): void {
+    this.heard++;
     const ending = this.ending;
     this.ending = null;
     this.wakeAt = Infinity;
@@ -36,6 +42,7 @@ export class Wakeup {
 
   /** Ends the current sleep if `dueMs` (epoch) comes before its end. */
   wakeBy(dueMs: number): void {
+    this.heard++;
     if (this.ending && dueMs < this.wakeAt) this.wake();
   }
 }

@@ -134,7 +134,12 @@ export function claimStatement(o: ClaimOptions & { shard: number }, granted?: re
   const due = granted ? flowDue(granted) : dueRuns(o.shard, horizon, o.limit, o.skipDestinations ?? [], o.flows ?? false);
   // The due runs are a materialized CTE: evaluated once. As a subquery in FROM, a plan that rescanned it (a nested
   // loop over the bucket's runs, chosen on a small table) locked a new set of runs on every rescan, past the limit.
-  return sql`with due as materialized (${due})
+  // The bucket's first waiting run past the horizon: one probe of the due index, so the dispatcher knows when to claim
+  // next without reading every bucket (claimBucket's `nextDueAtMs`).
+  return sql`with due as materialized (${due}),
+          after as materialized (select next_attempt_at from runs
+            where shard = ${o.shard} and status in ('scheduled', 'retrying') and next_attempt_at > ${horizon}::timestamptz
+            order by next_attempt_at limit 1)
           update runs r
           set status = 'running', lease_owner = ${o.owner},
               -- A run claimed ahead of its time (horizon) is held from its due time on. The sum is taken in UTC
@@ -153,7 +158,7 @@ export function claimStatement(o: ClaimOptions & { shard: number }, granted?: re
                     r.buffered, r.created_at, j.then_jobs, ${planColumns(o.shard)},
                     case when r.trigger <> ${RUN_TRIGGER.result} and j.flow_control_key is not null then
                       (select f.id from flow_controls f where f.shard = ${o.shard} and f.tenant_id = j.tenant_id and f.key = j.flow_control_key)
-                    end as flow_control_id`;
+                    end as flow_control_id, (select next_attempt_at from after) as after_due`;
 }
 
 /** How a claim across buckets shares itself out (`claimRuns`). */
@@ -167,6 +172,12 @@ export type FairClaim = {
    * down fails only the buckets it holds). Without it, the first failure is thrown.
    */
   onBucketError?: OnBucketError;
+  /**
+   * Called after each bucket's claim with its earliest waiting run left (`claimBucket`'s `nextDueAtMs`: epoch ms, null
+   * when none is left, undefined when the claim cannot tell), so the caller can sleep until then without reading the
+   * buckets again (docs/design.md "The dispatch engine", the claim pacer). Not called for a bucket whose claim failed.
+   */
+  onBucketDue?: (shard: number, nextDueAtMs: number | null | undefined) => void;
 };
 
 /**
@@ -200,6 +211,7 @@ export async function claimRuns(db: Db, o: ClaimOptions & FairClaim): Promise<Cl
         onBucketError,
       );
       if (!runs) continue;
+      o.onBucketDue?.(share.shard, runs.nextDueAtMs);
       // A bucket whose runs all ended at the claim (expired, skipped) may still have more due: count what was taken.
       served.push({ ...share, claimed: runs.taken });
       claimed.push(...runs.deliver);
@@ -212,12 +224,23 @@ export async function claimRuns(db: Db, o: ClaimOptions & FairClaim): Promise<Cl
   return claimed;
 }
 
-/**
- * Claims up to `limit` due runs of bucket `o.shard`.
- * @returns `deliver`, the runs to deliver (the others were ended in the same transaction), and `taken`, how many
- *   runs the claim took in all
- */
-export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): Promise<{ deliver: ClaimedRun[]; taken: number }> {
+/** What one bucket's claim did (`claimBucket`). */
+export type BucketClaim = {
+  /** The runs to deliver (the others were ended in the same transaction). */
+  deliver: ClaimedRun[];
+  /** How many runs the claim took in all. */
+  taken: number;
+  /**
+   * The due time (epoch ms) of the bucket's earliest waiting run after the claim, null when none waits, or undefined
+   * when the claim cannot tell: it took nothing, or its limit's worth (more may be due within the horizon), or it looked
+   * past destinations or flow controls, or it gave runs back. Runs this transaction makes due other than the jobs' next
+   * occurrences (chained runs, events, released buffered runs) are not counted: each is announced on RUNS_CHANNEL.
+   */
+  nextDueAtMs?: number | null;
+};
+
+/** Claims up to `limit` due runs of bucket `o.shard` (see BucketClaim for what it returns). */
+export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): Promise<BucketClaim> {
   return db.transaction(async (tx) => {
     const now = new Date(o.nowMs).toISOString();
     // Every statement of the claim is planned under CLAIM_PLAN: set once for the transaction, in the claim's round trip.
@@ -340,7 +363,11 @@ export async function claimBucket(db: Db, o: ClaimOptions & { shard: number }): 
     if (freed.length > 0) await releaseNextBuffered(tx, o.shard, [...new Set(freed.map((r) => r.job_id))], o.nowMs);
     // After the updates above, so the events show the runs ended and the jobs completed.
     await recordEvents(tx, events, o.nowMs, endpoints);
-    return { deliver, taken: claimedRows.length };
+    // Short of its limit, with nothing given back or looked past: every waiting run due by the horizon was taken (or is
+    // locked by another claim), so the bucket's earliest is the first past the horizon or a next run made here.
+    const exact = claimedRows.length < o.limit && held.size === 0 && !o.flows && (o.skipDestinations ?? []).length === 0;
+    const nextDueAtMs = exact ? earliestDue(claimedRows[0]!.after_due, nextRuns) : undefined;
+    return { deliver, taken: claimedRows.length, nextDueAtMs };
   });
 }
 
@@ -354,6 +381,13 @@ async function claimRows(tx: Executor, o: ClaimOptions & { shard: number }): Pro
   const left = o.limit - flowRows.length;
   const rows = left > 0 ? await query<ClaimRow>(tx, claimStatement({ ...o, limit: left })) : [];
   return [...flowRows, ...rows].sort((a, b) => epochMs(a.due_at) - epochMs(b.due_at));
+}
+
+/** The earlier of `afterDue` (the first waiting run past the claim's horizon) and the next runs made, in epoch ms; null: none. */
+function earliestDue(afterDue: Date | string | null, nextRuns: readonly { nextAttemptAt?: Date | null }[]): number | null {
+  const due = nextRuns.map((n) => n.nextAttemptAt!.getTime());
+  if (afterDue !== null) due.push(epochMs(afterDue));
+  return due.length === 0 ? null : Math.min(...due);
 }
 
 /** A claimed run whose job advances, and the next run planned for it. */

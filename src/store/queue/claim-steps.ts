@@ -54,6 +54,8 @@ export type ClaimRow = PlanColumns & {
   then_jobs: ChainLink[] | null;
   /** A chained run's upstream (`trigger = 'chain'`: src/store/queue/chain-runs.ts); null for any other run. */
   upstream: ChainUpstream | null;
+  /** The bucket's earliest waiting run due after the claim's horizon, as the claim found it (the same on every row). */
+  after_due: Date | string | null;
 };
 
 /**
