@@ -161,7 +161,7 @@ export type Report = {
 export const TUNING = {
   'pgboss-tuned': 'work() with batchSize 100, pollingIntervalSeconds 0.5, burstWhenBatchFull true',
   'graphile-tuned': 'concurrency 50, localQueue.size 500, completeJobBatchDelay 0, failJobBatchDelay 0, pollInterval 500 ms',
-  'graphile-punctual': `graphile-worker tuned, with pollInterval ${GRAPHILE_PUNCTUAL_POLL_MS} ms (fire lag p99 ≤ 10 ms at 500 runs/s)`,
+  'graphile-punctual': `graphile-worker tuned, with pollInterval ${GRAPHILE_PUNCTUAL_POLL_MS} ms (the interval searched for a fire lag p99 ≤ 10 ms at 500 runs/s; none reached it on the bench machine: test/bench/README.md)`,
   samework:
     'The same-work peers (pgboss-samework, graphile-samework) run with their tuned settings, and their handlers do per callback what Chime does ' +
     'by default: a Standard Webhooks signature (the standardwebhooks package, a fixed whsec_ secret), an Ed25519 JWT over the SHA-256 of the body ' +

@@ -13,13 +13,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  bucketsAfter,
   type ClaimPacer,
   type ClaimPacerDeps,
   CONTENDED_SLEEP_MS,
   claimBatch,
   claimWaitMs,
   createClaimPacer,
+  withTold,
 } from '../../src/dispatch/engine/claim-pacer.ts';
 import { Wakeup } from '../../src/dispatch/engine/wakeup.ts';
 import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
@@ -219,26 +219,28 @@ describe('claim pacer', () => {
     await stopAtOnce(pacer);
   });
 
-  it('keeps the due buckets it read for the claims within 50 ms by the clock', async () => {
-    const queue = fakeQueue(10);
-    const read = [[{ shard: 1, dueAtMs: T0 }], [{ shard: 2, dueAtMs: T0 + 40 }]];
-    let clock!: ManualClock;
-    // Three full claims; the first takes 50 ms, the second 1 ms (the clock moves while they run).
+  it('keeps the due buckets it read for the claims that follow, until a wake-up is asked for or pollMs has passed by the clock', async () => {
+    const queue = fakeQueue(20);
+    const read = [[{ shard: 1, dueAtMs: T0 }], [{ shard: 2, dueAtMs: T0 + 40 }], [{ shard: 3, dueAtMs: T0 + 40 }]];
+    let fixture!: ReturnType<typeof pacerOf>;
+    // Full claims; the first takes 999 ms, the second 1 ms (the clock moves while they run); a run is announced
+    // during the third.
     const s = fakeStore(
       (args, call) => {
-        if (call === 1) clock.advance(50);
-        if (call === 2) clock.advance(1);
-        return call <= 3 ? batch(call * 10, args.limit) : [];
+        if (call === 1) fixture.clock.advance(999);
+        if (call === 2) fixture.clock.advance(1);
+        if (call === 3) fixture.wakeup.wakeBy(T0 + 30_000);
+        return call <= 4 ? batch(call * 10, args.limit) : [];
       },
       (call) => read[call - 1] ?? [],
     );
-    const fixture = pacerOf(s.store, queue);
-    clock = fixture.clock;
+    fixture = pacerOf(s.store, queue, { pollMs: 1_000 });
     fixture.pacer.start();
     await settle();
-    // The second claim starts 50 ms after the read: it uses it; the third, 51 ms after: it reads the buckets again.
-    expect(s.events.slice(0, 5)).toEqual(['due', 'claim 2', 'claim 2', 'due', 'claim 2']);
-    expect(s.claimCalls.slice(0, 3).map((c) => c.buckets)).toEqual([read[0], read[0], read[1]]);
+    // The second claim starts 999 ms after the read: it uses it; the third, 1,000 ms after: it reads again; the fourth
+    // follows the announcement: it reads again.
+    expect(s.events.slice(0, 7)).toEqual(['due', 'claim 2', 'claim 2', 'due', 'claim 2', 'due', 'claim 2']);
+    expect(s.claimCalls.slice(0, 4).map((c) => c.buckets)).toEqual([read[0], read[0], read[1], read[2]]);
     await stopAtOnce(fixture.pacer);
   });
 
@@ -473,39 +475,24 @@ describe('the claim pacer and destination room', () => {
   });
 });
 
-describe('bucketsAfter', () => {
-  it('puts each bucket a claim told at its due time, drops one with none left, and keeps the others', () => {
+describe('withTold', () => {
+  it('puts each bucket a claim told at its due time, drops one with none left, and keeps the others and those it could not tell', () => {
     const before = [
       { shard: 1, dueAtMs: T0 },
       { shard: 2, dueAtMs: T0 + 5_000, flows: true },
       { shard: 3, dueAtMs: T0 + 10 },
+      { shard: 4, dueAtMs: T0 + 20 },
     ];
-    expect(
-      bucketsAfter(
-        before,
-        new Map([
-          [3, T0 + 900],
-          [1, null],
-        ]),
-      ),
-    ).toEqual([
+    const told = new Map<number, number | null | undefined>([
+      [3, T0 + 900],
+      [1, null],
+      [4, undefined],
+    ]);
+    expect(withTold(before, told)).toEqual([
       { shard: 2, dueAtMs: T0 + 5_000, flows: true },
       { shard: 3, dueAtMs: T0 + 900 },
+      { shard: 4, dueAtMs: T0 + 20 },
     ]);
-  });
-
-  it('cannot tell when a bucket could not, or none told', () => {
-    const before = [{ shard: 1, dueAtMs: T0 }];
-    expect(
-      bucketsAfter(
-        before,
-        new Map([
-          [1, T0 + 1],
-          [2, undefined],
-        ]),
-      ),
-    ).toBeNull();
-    expect(bucketsAfter(before, new Map())).toBeNull();
   });
 });
 

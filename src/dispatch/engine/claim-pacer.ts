@@ -1,9 +1,9 @@
 /**
  * Claim pacing: when to claim, and how much. The loop claims up to min(batchSize, free slots) runs due within the
  * lookahead, shared out over the buckets that have some (`claimRuns`, docs/design.md "Partitioning and fairness"),
- * hands them to the run queue, and claims again at once after a full claim; otherwise it reads when the earliest run
- * is due and sleeps until it enters the lookahead (`claimWaitMs`), a wake-up (a NOTIFY of an earlier run, a retry
- * written, a reap), or `pollMs`. Each claim takes no more runs of a destination than the run queue has room for
+ * hands them to the run queue, and claims again at once after a full claim; otherwise it learns when the earliest run
+ * is due (from the claim, or a read of every bucket) and sleeps until it enters the lookahead (`claimWaitMs`), a
+ * wake-up (a NOTIFY of an earlier run, a retry written, a reap), or `pollMs`. Each claim takes no more runs of a destination than the run queue has room for
  * (`destinationRoom`: its limit, as adapted, less the runs of it held), so the rest stay for other dispatchers; with a
  * destination saturated (no room worth a claim) it looks past its runs, at most every SKIP_CLAIM_INTERVAL_MS. A failing
  * claim (database down) is retried with backoff.
@@ -52,12 +52,6 @@ export const FLOW_HELD_SLEEP_MS = 100;
  * each that finds nothing, up to the max. */
 const SKIP_CLAIM_INTERVAL_MS = 100;
 const SKIP_CLAIM_INTERVAL_MAX_MS = 2_000;
-/**
- * How long the buckets with due runs, once read, serve the claims that follow, in ms: a claim needs them, but reading
- * them is a probe per bucket, as costly as a small claim. A bucket that falls due in the meantime waits this long at
- * most (runs are claimed `lookaheadMs` ahead of their time).
- */
-const BUCKETS_FRESH_MS = 50;
 /**
  * With fewer slots free than a quarter of a batch, the loop waits up to this long (ms) for more to free before it
  * claims: a full dispatcher otherwise claims one run per freed slot, a transaction per callback.
@@ -162,19 +156,21 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
   const rotation = new Rotation();
   let running = false;
   let done: Promise<void> = Promise.resolve();
-  /** The buckets with waiting runs as last read (at `knownAt`), for the claims within BUCKETS_FRESH_MS; null: read them. */
+  /**
+   * The buckets with waiting runs and each one's earliest due time, as last read (at `knownAt`) and as the claims since
+   * left them (`withTold`); null: read them. A read is one probe per bucket, as costly as a small claim, so the claims
+   * that follow use it until a wake-up is asked for (a run announced, a retry written, a reap: `wakeup.heard` moved
+   * since `heardAtRead`) or `pollMs` has passed. Every way a run becomes due is announced or told by the claim that
+   * made it; the read each poll is the net under that (a run due more than NOTIFY_HORIZON_MS after it was made).
+   */
   let known: BucketDue[] | null = null;
   let knownAt = -Infinity;
-  /** `wakeup.heard` when the buckets were last read: a wake-up asked for since (a run announced) calls for a read. */
   let heardAtRead = -1;
   /**
-   * The buckets as the last claim left them (`known` with each bucket it claimed at its earliest waiting run after
-   * the claim), when every bucket it claimed could tell (claim-runs.ts `BucketClaim.nextDueAtMs`); null: not so. Under
-   * steady traffic the sleep after a claim follows it instead of a read of every bucket (one probe each): the buckets
-   * are read again only after a wake-up asked for (a run announced, a retry written, a reap), a claim that could not
-   * tell, or `pollMs`.
+   * The last claim left `known` exact: every bucket it claimed told its earliest waiting run (claim-runs.ts
+   * `BucketClaim.nextDueAtMs`). Under steady traffic the sleep after such a claim follows `known` instead of a read.
    */
-  let afterClaim: BucketDue[] | null = null;
+  let exactAfterClaim = false;
   /**
    * `known` was read just before a sleep that ran its full time: it still holds for the claim that follows, whatever
    * its age. A run announced meanwhile (NOTIFY) that the claim's horizon would reach ends the sleep early (`wakeBy`).
@@ -197,8 +193,10 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
 
   const slotOrSleep = async (ms: number) => {
     await Promise.race([queue.slotFreed(), wakeup.sleep(ms)]);
-    wakeup.wake();
+    wakeup.cancel();
   };
+  /** Whether `known` should be read again before it serves (see `known`). */
+  const stale = () => known === null || wakeup.heard !== heardAtRead || clock.now() - knownAt >= o.pollMs;
 
   async function readBuckets(): Promise<BucketDue[]> {
     heardAtRead = wakeup.heard;
@@ -208,36 +206,37 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
   }
 
   async function claim(limit: number, horizonMs: number, skipDestinations: string[] = []): Promise<ClaimedRun[]> {
-    const started = clock.now();
-    const buckets = known === null || (!knownThroughSleep && started - knownAt > BUCKETS_FRESH_MS) ? await readBuckets() : known;
+    const buckets = known === null || (!knownThroughSleep && stale()) ? await readBuckets() : known;
     knownThroughSleep = false;
     const destinationRoom = queue.destinationRoom;
     const told = new Map<number, number | null | undefined>();
     const onBucketDue = (shard: number, due: number | null | undefined) => told.set(shard, due);
     const claimed = await claimBatch(deps, { limit, horizonMs, skipDestinations, destinationRoom, rotation, buckets, onBucketDue });
-    afterClaim = claimed.length > 0 ? bucketsAfter(buckets, told) : null;
+    known = withTold(buckets, told);
+    exactAfterClaim = claimed.length > 0 && told.size > 0 && [...told.values()].every((due) => due !== undefined);
     for (const run of claimed) queue.add(run);
     return claimed;
   }
 
   /**
-   * Reads the earliest due time and sleeps until it enters the lookahead (at most `pollMs`, or until woken).
+   * Reads the earliest due time (unless the last claim left `known` exact and it is not stale) and sleeps until it
+   * enters the lookahead (at most `pollMs`, or until woken).
    * @param claimIfDue claim at once a run already in the lookahead (else, other dispatchers hold the due runs: wait a little)
    * @param skipping the last claim looked past saturated destinations
    * @returns false when a claim should be made now, true after a sleep
    */
   async function sleepUntilDue(claimIfDue: boolean, skipping: boolean): Promise<boolean> {
-    const told = afterClaim;
-    afterClaim = null;
-    if (told !== null && claimIfDue && !skipping && wakeup.heard === heardAtRead && clock.now() - knownAt < o.pollMs) known = told;
-    else known = await readBuckets();
-    const due = known.length === 0 ? null : Math.min(...known.map((b) => b.dueAtMs));
+    const exact = exactAfterClaim;
+    exactAfterClaim = false;
+    if (!exact || !claimIfDue || skipping || stale()) known = await readBuckets();
+    const buckets = known!;
+    const due = buckets.length === 0 ? null : Math.min(...buckets.map((b) => b.dueAtMs));
     const now = clock.now();
     let wait = claimWaitMs(due, now, o, claimIfDue);
     // The claim came short while runs are due only in buckets with flow controls: those are runs their flow controls
     // hold back. Claiming again at once would find them held still (and cost a walk past them): wait a little, as the
     // flow controls' slots free only as outcomes are written and their rates grant starts ahead anyway.
-    if (due !== null && due <= now && known.every((b) => b.flows || b.dueAtMs > now)) wait = Math.max(wait, FLOW_HELD_SLEEP_MS);
+    if (due !== null && due <= now && buckets.every((b) => b.flows || b.dueAtMs > now)) wait = Math.max(wait, FLOW_HELD_SLEEP_MS);
     if (wait === 0) return false;
     if (skipping && !claimIfDue && due !== null && due <= now) {
       known = null;
@@ -312,7 +311,7 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
         await sleepUntilDue(claimed.length > 0, skip.length > 0);
       } catch (err) {
         known = null;
-        afterClaim = null;
+        exactAfterClaim = false;
         const backoffMs = delays.next().value;
         logger.error({ err, backoffMs }, 'claim failed; retrying');
         if (!running) break;
@@ -337,12 +336,12 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
 }
 
 /**
- * `buckets` as a claim left them: each bucket in `told` at the due time its claim reported (dropped when none is left);
- * null when a bucket's claim could not tell (undefined) or none reported.
+ * `buckets` as a claim left them (claim-runs.ts `FairClaim.onBucketDue`): each bucket in `told` at the due time its
+ * claim found, dropped when none waits, and kept as it was when its claim could not tell (undefined: it took its limit's
+ * worth, gave runs back, or looked past some; what it knew is still due).
  */
-export function bucketsAfter(buckets: readonly BucketDue[], told: ReadonlyMap<number, number | null | undefined>): BucketDue[] | null {
-  if (told.size === 0 || [...told.values()].some((due) => due === undefined)) return null;
-  const after = buckets.filter((b) => !told.has(b.shard));
+export function withTold(buckets: readonly BucketDue[], told: ReadonlyMap<number, number | null | undefined>): BucketDue[] {
+  const after = buckets.filter((b) => !told.has(b.shard) || told.get(b.shard) === undefined);
   // A bucket with flow controls never tells (its claim goes through them), so no `flows` flag is lost here.
   for (const [shard, due] of told) if (typeof due === 'number') after.push({ shard, dueAtMs: due });
   return after.sort((a, b) => a.shard - b.shard);

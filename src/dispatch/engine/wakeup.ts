@@ -34,6 +34,11 @@ export class Wakeup {
   /** Ends the current sleep now (nothing when none is under way). */
   wake(): void {
     this.heard++;
+    this.cancel();
+  }
+
+  /** Ends the current sleep without counting a wake-up (`heard`): the sleeper's own race with something else ended. */
+  cancel(): void {
     const ending = this.ending;
     this.ending = null;
     this.wakeAt = Infinity;
