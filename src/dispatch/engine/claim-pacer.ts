@@ -3,10 +3,10 @@
  * lookahead, shared out over the buckets that have some (`claimRuns`, docs/design.md "Partitioning and fairness"),
  * hands them to the run queue, and claims again at once after a full claim; otherwise it learns when the earliest run
  * is due (from the claim, or a read of every bucket) and sleeps until it enters the lookahead (`claimWaitMs`), a
- * wake-up (a NOTIFY of an earlier run, a retry written, a reap), or `pollMs`. Each claim takes no more runs of a destination than the run queue has room for
- * (`destinationRoom`: its limit, as adapted, less the runs of it held), so the rest stay for other dispatchers; with a
- * destination saturated (no room worth a claim) it looks past its runs, at most every SKIP_CLAIM_INTERVAL_MS. A failing
- * claim (database down) is retried with backoff.
+ * wake-up (a NOTIFY of an earlier run, a retry written, a reap), or `pollMs`. Each claim takes no more runs of a
+ * destination than the run queue has room for (`destinationRoom`: its limit, as adapted, less the runs of it held), so
+ * the rest stay for other dispatchers; with a destination saturated (no room worth a claim) it looks past its runs, at
+ * most every SKIP_CLAIM_INTERVAL_MS. A failing claim (database down) is retried with backoff.
  */
 
 import type { ClaimedRun } from '../../domain/claimed-run.ts';
