@@ -3,7 +3,8 @@
  * - `claimBatch`: its arguments (owner, limit, now, horizon, margin, the Rotation, the destinations to skip), the due
  *   buckets read unless given, the store's error;
  * - the loop: claim again at once after a full claim, read the due buckets after a partial one and claim at once what
- *   is due, keep a read for the claims within 50 ms and through a sleep that ran its time (not a woken one), back off
+ *   is due, or sleep on the due time the partial claim told (`withTold`) until a wake-up is asked for or `pollMs`
+ *   passes; keep a read for the claims until then and through a sleep that ran its time (not a woken one), back off
  *   after a failing claim, wait for a slot when the queue is full and for a quarter batch of slots for a few ms, look
  *   past saturated destinations at most every interval, stop at once while it sleeps; pass the queue's destination
  *   room to each claim and, once a look past saturated destinations found nothing, claim their room and one more;
