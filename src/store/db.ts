@@ -54,6 +54,7 @@ export function uuidArray(ids: readonly string[]): string {
  * older than the bucket's rows cannot make PostgreSQL read the bucket once per row of the batch (a nested loop under
  * the hot path's planner settings): it reads the batch's rows, or the bucket once at worst (test/store/queue-cost.test.ts).
  * @param alias the updated table's alias in the statement (a fixed identifier, never input)
+ * @param shard the batch's bucket (every row of the batch is in it)
  * @param ids the batch's ids, as in `v` (UUIDs)
  */
 export function batchByPrimaryKey(alias: 'r' | 'j', shard: number, ids: readonly string[]): SQL {

@@ -14,7 +14,7 @@ import type { Clock } from '../../domain/clock.ts';
 import { destinationPatternOf } from '../../domain/destination.ts';
 import { type BucketDue, Rotation } from '../../domain/fair-share.ts';
 import type { Db } from '../../store/db.ts';
-import { claimRuns } from '../../store/queue/claim-runs.ts';
+import { type BucketClaim, claimRuns, type FairClaim } from '../../store/queue/claim-runs.ts';
 import { dueBuckets } from '../../store/queue/due-backlog.ts';
 import type { DispatchTracer } from '../tracing.ts';
 import { backoffDelays } from './backoff.ts';
@@ -106,7 +106,7 @@ export async function claimBatch(
     rotation: Rotation;
     buckets?: BucketDue[];
     /** Each bucket's earliest waiting run after its claim (claim-runs.ts `FairClaim.onBucketDue`). */
-    onBucketDue?: (shard: number, nextDueAtMs: number | null | undefined) => void;
+    onBucketDue?: FairClaim['onBucketDue'];
   },
 ): Promise<ClaimedRun[]> {
   const { db, clock, logger, options: o } = deps;
@@ -209,11 +209,12 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
     const buckets = known === null || (!knownThroughSleep && stale()) ? await readBuckets() : known;
     knownThroughSleep = false;
     const destinationRoom = queue.destinationRoom;
-    const told = new Map<number, number | null | undefined>();
-    const onBucketDue = (shard: number, due: number | null | undefined) => told.set(shard, due);
+    const told = new Map<number, BucketClaim['nextDueAtMs']>();
+    const onBucketDue = (shard: number, due: BucketClaim['nextDueAtMs']) => told.set(shard, due);
     const claimed = await claimBatch(deps, { limit, horizonMs, skipDestinations, destinationRoom, rotation, buckets, onBucketDue });
     known = withTold(buckets, told);
-    exactAfterClaim = claimed.length > 0 && told.size > 0 && [...told.values()].every((due) => due !== undefined);
+    // A bucket tells a due time (or null) only after a claim that took runs there (claim-runs.ts `BucketClaim`).
+    exactAfterClaim = told.size > 0 && [...told.values()].every((due) => due !== undefined);
     for (const run of claimed) queue.add(run);
     return claimed;
   }
@@ -340,8 +341,8 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
  * claim found, dropped when none waits, and kept as it was when its claim could not tell (undefined: it took its limit's
  * worth, gave runs back, or looked past some; what it knew is still due).
  */
-export function withTold(buckets: readonly BucketDue[], told: ReadonlyMap<number, number | null | undefined>): BucketDue[] {
-  const after = buckets.filter((b) => !told.has(b.shard) || told.get(b.shard) === undefined);
+export function withTold(buckets: readonly BucketDue[], told: ReadonlyMap<number, BucketClaim['nextDueAtMs']>): BucketDue[] {
+  const after = buckets.filter((b) => told.get(b.shard) === undefined);
   // A bucket with flow controls never tells (its claim goes through them), so no `flows` flag is lost here.
   for (const [shard, due] of told) if (typeof due === 'number') after.push({ shard, dueAtMs: due });
   return after.sort((a, b) => a.shard - b.shard);

@@ -7,13 +7,17 @@ import type { Clock } from '../../domain/clock.ts';
 export class Wakeup {
   private ending: AbortController | null = null;
   private wakeAt = Infinity;
+  private wakeUps = 0;
+
+  constructor(private readonly clock: Clock) {}
+
   /**
    * How many wake-ups were asked for (`wake`, `wakeBy`), whether or not a sleep was under way: a reader of the due
    * times compares it with the count at its read to know whether anything was announced since.
    */
-  heard = 0;
-
-  constructor(private readonly clock: Clock) {}
+  get heard(): number {
+    return this.wakeUps;
+  }
 
   /**
    * Sleeps `ms` milliseconds on the clock, unless woken first (one sleep at a time).
@@ -33,7 +37,7 @@ export class Wakeup {
 
   /** Ends the current sleep now (nothing when none is under way). */
   wake(): void {
-    this.heard++;
+    this.wakeUps++;
     this.cancel();
   }
 
@@ -47,7 +51,7 @@ export class Wakeup {
 
   /** Ends the current sleep if `dueMs` (epoch) comes before its end. */
   wakeBy(dueMs: number): void {
-    this.heard++;
+    this.wakeUps++;
     if (this.ending && dueMs < this.wakeAt) this.wake();
   }
 }

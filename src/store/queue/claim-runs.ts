@@ -177,7 +177,7 @@ export type FairClaim = {
    * when none is left, undefined when the claim cannot tell), so the caller can sleep until then without reading the
    * buckets again (docs/design.md "The dispatch engine", the claim pacer). Not called for a bucket whose claim failed.
    */
-  onBucketDue?: (shard: number, nextDueAtMs: number | null | undefined) => void;
+  onBucketDue?: (shard: number, nextDueAtMs: BucketClaim['nextDueAtMs']) => void;
 };
 
 /**
