@@ -180,7 +180,7 @@ export async function recordHeartbeat(
             progress = coalesce(${progress === undefined ? null : JSON.stringify(progress)}::jsonb, progress),
             heartbeat_deadline = ${hbIso}::timestamptz,
             completion_deadline = coalesce(${completionIso}::timestamptz, completion_deadline),
-            awaiting_completion = true, lease_owner = null, lease_expires_at = null
+            awaiting_completion = true, lease_owner = null, lease_expires_at = null, next_attempt_at = null
         where shard = ${claim.shard} and id = ${row.id}
         returning completion_deadline, heartbeat_deadline`,
     );

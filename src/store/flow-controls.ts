@@ -175,7 +175,7 @@ async function statesOf(db: Executor, tenantId: string, rows: readonly FlowRow[]
   const found = await query<{ id: string; in_flight: number | string; waiting: number | string }>(
     db,
     sql`select f.id,
-          (select count(*) from runs where shard = ${shard} and flow_id = f.id and lease_expires_at is not null) as in_flight,
+          (select count(*) from runs where shard = ${shard} and flow_id = f.id and flow_leased) as in_flight,
           (select count(*) from runs r where r.shard = ${shard} and r.status in ('scheduled', 'retrying')
              and r.next_attempt_at <= ${new Date(nowMs).toISOString()}::timestamptz
              and r.job_id in (select id from jobs where tenant_id = ${tenantId} and shard = ${shard}

@@ -135,7 +135,7 @@ export async function updateJob(
     if (changes.overlapPolicy === 'allow' && job.overlapPolicy !== 'allow') {
       // Runs may overlap now: the runs waiting their turn (buffer-one's, a backfill's) go, none before its occurrence.
       await tx.execute(sql`update runs set next_attempt_at = greatest(${new Date(now).toISOString()}::timestamptz, scheduled_for)
-        where shard = ${shardOf(tenantId)} and job_id = ${jobId} and buffered and status = 'scheduled' and next_attempt_at is null`);
+        where shard = ${shardOf(tenantId)} and job_id = ${jobId} and buffer_waiting and next_attempt_at is null`);
     }
     if (pausing) {
       await pauseJobs(tx, shardOf(tenantId), [{ id: jobId, reason: PAUSED_REASON.manual }], now);

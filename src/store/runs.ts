@@ -1,6 +1,6 @@
 /** Runs and their attempt log, read side, scoped by tenant. */
-import { and, asc, desc, eq, gte, isNull, lt, ne, type SQL } from 'drizzle-orm';
-import { RUN_STATUS, RUN_TRIGGER, type RunStatus } from '../domain/states.ts';
+import { and, asc, desc, eq, gte, lt, ne, type SQL, sql } from 'drizzle-orm';
+import { RUN_TRIGGER, type RunStatus } from '../domain/states.ts';
 import type { StoreContext } from './context.ts';
 import type { Executor } from './db.ts';
 import { page } from './paging.ts';
@@ -115,17 +115,11 @@ export async function listTenantRuns(
 
 /**
  * A dead letter of the tenant: a run that ended `failed`, not dismissed, and not a notification's delivery (the
- * predicate of the partial index `runs_tenant_dead_idx`, so lists read it in order).
+ * generated column `dead_letter`, the predicate of the partial index `runs_tenant_dead_idx`, so lists read it in order).
  */
 export function deadLetterCondition(tenantId: string): SQL {
   // Not a result delivery either (its failure is not the job's): a condition beside the index's predicate, which still serves.
-  return and(
-    ofTenant(runs, tenantId),
-    eq(runs.status, RUN_STATUS.failed),
-    isNull(runs.dismissedAt),
-    ne(runs.trigger, 'notification'),
-    ne(runs.trigger, RUN_TRIGGER.result),
-  )!;
+  return and(ofTenant(runs, tenantId), sql`${runs.deadLetter}`, ne(runs.trigger, RUN_TRIGGER.result))!;
 }
 
 /**

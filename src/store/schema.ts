@@ -2,8 +2,9 @@
  * The database schema (drizzle-orm, PostgreSQL ≥ 14; the same on postgres.js and PGlite).
  * Migrations under `drizzle/` are generated from this file by `npm run db:generate` and committed.
  *
- * Hot path: runs waiting to fire (`scheduled`, `retrying`) sit in the partial index `runs_due_idx` on
- * `next_attempt_at`, so claiming costs the same whatever the number of jobs or of finished runs (docs/design.md).
+ * Hot path: runs waiting to fire (`scheduled`, `retrying`) and runs leased (`running`) sit in the partial index
+ * `runs_due_idx` on `next_attempt_at`, so claiming costs the same whatever the number of jobs or of finished runs, and
+ * the claim and a lease's renewal change no indexed column of `runs` (HOT updates; docs/design.md).
  */
 import { type SQL, sql } from 'drizzle-orm';
 import {
@@ -245,6 +246,21 @@ export const runs = pgTable(
     buffered: boolean('buffered').notNull().default(false),
     /** A chained run's upstream (`trigger = 'chain'`): `{ jobId, runId, status, output? }` of the run whose end triggered it. */
     upstream: jsonb('upstream'),
+    // Generated: the conditions the partial indexes below are on. An index whose predicate named `status` or a lease
+    // column would make every claim and renewal a non-HOT update (each writes an entry into every index of `runs`);
+    // these change value only when a run becomes or stops being a dead letter, buffered or a flow control's in flight.
+    /** A dead letter: ended `failed`, not dismissed, not a notification's delivery (`runs_tenant_dead_idx`). */
+    deadLetter: boolean('dead_letter').generatedAlwaysAs(sql`status = 'failed' and dismissed_at is null and trigger <> 'notification'`),
+    /** A buffered run not claimed yet (`runs_buffered_idx`). */
+    bufferWaiting: boolean('buffer_waiting').generatedAlwaysAs(sql`buffered and status = 'scheduled'`),
+    /** A run holding a flow control's slot: leased through it (`runs_flow_lease_idx`). */
+    flowLeased: boolean('flow_leased').generatedAlwaysAs(sql`flow_id is not null and lease_expires_at is not null`),
+    /**
+     * A lease taken by a release before 0021_claim_hot, whose claim cleared the due time (`runs_lease_without_due_idx`):
+     * during a rolling upgrade the reaper finds those here, since they are not in runs_due_idx. Never true for a lease
+     * this release takes; to go in a later contract migration.
+     */
+    leaseWithoutDue: boolean('lease_without_due').generatedAlwaysAs(sql`lease_expires_at is not null and next_attempt_at is null`),
   },
   (t) => [
     primaryKey({ name: 'runs_pkey', columns: [t.shard, t.id] }),
@@ -254,24 +270,20 @@ export const runs = pgTable(
     uniqueIndex('runs_backfill_idx').on(t.shard, t.jobId, t.scheduledFor).where(sql`${t.trigger} = 'backfill'`),
     // The buffered runs not yet claimed (waiting for a run of their job to end, or released), oldest first: the one an
     // end releases. A run leaves it once claimed, so it holds the job's queue, not its history.
-    index('runs_buffered_idx').on(t.shard, t.jobId, t.scheduledFor).where(sql`${t.buffered} and ${t.status} = 'scheduled'`),
-    // A bucket's waiting runs in due order: a claim reads one bucket's (see claim-runs.ts).
-    index('runs_due_idx').on(t.shard, t.nextAttemptAt).where(sql`${t.status} in ('scheduled', 'retrying')`),
-    // The reaper's index: the runs holding a lease, which are exactly the `running` ones (every way out of `running`
-    // clears the lease). Its predicate names the lease, not the status, so that a statement that looks runs up by id
-    // and checks `status = 'running'` (finish, renew, unclaim) cannot pick it: with statistics missing or stale,
-    // PostgreSQL otherwise scanned every running run's entry (and the dead ones behind them) for each batch.
-    index('runs_lease_idx').on(t.shard, t.leaseExpiresAt).where(sql`${t.leaseExpiresAt} is not null`),
+    index('runs_buffered_idx').on(t.shard, t.jobId, t.scheduledFor).where(sql`${t.bufferWaiting}`),
+    // A bucket's waiting runs in due order (see claim-runs.ts), and its leased runs, which keep the due time of their
+    // attempt so that the claim changes no indexed column (a HOT update): the claims pass over them (`status`), and
+    // the reaper finds expired leases among them (reap-leases.ts). Every way out of both states clears the due time.
+    index('runs_due_idx').on(t.shard, t.nextAttemptAt).where(sql`${t.nextAttemptAt} is not null`),
+    index('runs_lease_without_due_idx').on(t.shard).where(sql`${t.leaseWithoutDue}`),
     index('runs_job_idx').on(t.jobId, t.shard, t.id),
     // Dead letters: failed, not dismissed, not a notification's delivery; newest first per tenant.
-    index('runs_tenant_dead_idx')
-      .on(t.tenantId, t.shard, t.id)
-      .where(sql`${t.status} = 'failed' and ${t.dismissedAt} is null and ${t.trigger} <> 'notification'`),
+    index('runs_tenant_dead_idx').on(t.tenantId, t.shard, t.id).where(sql`${t.deadLetter}`),
     // The tenant-wide runs feed (`GET /v1/runs`), newest first.
     index('runs_tenant_idx').on(t.tenantId, t.shard, t.id),
-    // The reaper's index of runs awaiting a receiver's report, by the deadline that comes first.
     // A flow control's requests in flight: its runs holding a lease (src/store/queue/claim-flow-runs.ts).
-    index('runs_flow_lease_idx').on(t.shard, t.flowId).where(sql`${t.flowId} is not null and ${t.leaseExpiresAt} is not null`),
+    index('runs_flow_lease_idx').on(t.shard, t.flowId).where(sql`${t.flowLeased}`),
+    // The reaper's index of runs awaiting a receiver's report, by the deadline that comes first.
     index('runs_awaiting_idx').on(t.shard, sql`least(${t.completionDeadline}, ${t.heartbeatDeadline})`).where(sql`${t.awaitingCompletion}`),
   ],
 );

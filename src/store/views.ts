@@ -10,7 +10,16 @@ import type { PausedReason } from '../domain/events.ts';
 import type { CallbackAuth, CallbackSpec, ResultRoute } from '../domain/job.ts';
 import type { RetryPolicy } from '../domain/retry.ts';
 import type { Schedule } from '../domain/schedule.ts';
-import type { CatchUpPolicy, DeliveryMode, JitterMode, JobStatus, OverlapPolicy, RunStatus, RunTrigger } from '../domain/states.ts';
+import {
+  type CatchUpPolicy,
+  type DeliveryMode,
+  type JitterMode,
+  type JobStatus,
+  type OverlapPolicy,
+  RUN_STATUS,
+  type RunStatus,
+  type RunTrigger,
+} from '../domain/states.ts';
 import type { JobRow } from './jobs.ts';
 import type { AttemptRow, RunRow } from './runs.ts';
 
@@ -84,6 +93,14 @@ function authView(auth: CallbackAuth | null | undefined) {
   };
 }
 
+/**
+ * When the run's next attempt is due (RFC 3339 UTC), null unless it waits for one: a leased run keeps the due time of
+ * its attempt in flight in the row (runs_due_idx, docs/design.md "Data model"), which is no next attempt.
+ */
+function nextAttemptOf(r: RunRow): string | null {
+  return r.status === RUN_STATUS.running ? null : iso(r.nextAttemptAt);
+}
+
 /** A run row as the API's Run (API.md "Runs and attempts"), `dismissedAt` included; times RFC 3339 UTC with ms. */
 export function runView(r: RunRow) {
   return {
@@ -93,7 +110,7 @@ export function runView(r: RunRow) {
     trigger: r.trigger as RunTrigger,
     status: r.status as RunStatus,
     attempts: r.attempts,
-    nextAttemptAt: iso(r.nextAttemptAt),
+    nextAttemptAt: nextAttemptOf(r),
     startedAt: iso(r.startedAt),
     finishedAt: iso(r.finishedAt),
     responseStatus: r.responseStatus,
@@ -132,7 +149,7 @@ export function deliveryState(r: RunRow) {
     status: r.status as RunStatus,
     attempts: r.attempts,
     createdAt: r.createdAt.toISOString(),
-    nextAttemptAt: iso(r.nextAttemptAt),
+    nextAttemptAt: nextAttemptOf(r),
     finishedAt: iso(r.finishedAt),
     responseStatus: r.responseStatus,
     error: r.error,

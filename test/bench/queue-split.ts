@@ -8,8 +8,8 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:split -- --runs 20000
  *
  * Variants:
- * - `today`: the shapes of today's statements: the claim updates the run (lease, status, attempt) and the job (a
- *   once-job completes), the finish updates the run and appends its attempt;
+ * - `today`: the shapes of today's statements: the claim updates the run (lease, status, attempt: no indexed column,
+ *   HOT where its page has room) and the job (a once-job completes), the finish updates the run and appends its attempt;
  * - `split`: waiting and held runs in a narrow queue table (fillfactor 50, its one index on (shard, due_at)): the claim
  *   sets the lease (no indexed column: HOT), the job update as today, the finish deletes the queue row and writes the
  *   run's history row once, with its attempt alongside;
@@ -54,7 +54,7 @@ async function claimAndFinish(sql: Sql, variant: Variant, shard: number, batch: 
             with due as materialized (select id from runs where shard = ${shard} and status in ('scheduled', 'retrying')
                                       and next_attempt_at <= now() order by next_attempt_at limit ${batch} for update skip locked)
             update runs r set status = 'running', lease_owner = 'sim', lease_expires_at = now() + interval '40 s',
-                   attempts = r.attempts + 1, next_attempt_at = null, started_at = now()
+                   attempts = r.attempts + 1, started_at = now()
             from due where r.shard = ${shard} and r.id = due.id returning r.id, r.job_id`
         : await tx<{ id: string; job_id: string }[]>`
             with due as materialized (select id from sim_queue where shard = ${shard} and due_at <= now()
@@ -78,7 +78,7 @@ async function claimAndFinish(sql: Sql, variant: Variant, shard: number, batch: 
   await sql.begin(async (tx) => {
     if (variant === 'today') {
       await tx`update runs r set status = 'succeeded', finished_at = now(), response_status = 200, lease_owner = null,
-                 lease_expires_at = null
+                 lease_expires_at = null, next_attempt_at = null
                where r.shard = ${shard} and r.id = any(${ids}::uuid[]) and r.status = 'running'`;
     } else {
       await tx`with gone as (delete from sim_queue where shard = ${shard} and id = any(${ids}::uuid[]) returning *)

@@ -27,7 +27,10 @@ function contraction(statement: string): string | null {
   ];
   for (const [pattern, what] of rules) if (pattern.test(s)) return what;
   for (const column of s.match(/\bADD COLUMN [^,;]*/gi) ?? []) {
-    if (/\bNOT NULL\b/i.test(column) && !/\bDEFAULT\b/i.test(column)) return 'adds a required column without a default';
+    // A generated column is never written, so its expression's `is not null` requires nothing of the writes.
+    if (/\bNOT NULL\b/i.test(column) && !/\bDEFAULT\b/i.test(column) && !/\bGENERATED ALWAYS AS\b/i.test(column)) {
+      return 'adds a required column without a default';
+    }
   }
   return null;
 }
@@ -61,6 +64,7 @@ describe('migrations expand; only a …_contract migration contracts', () => {
       'ALTER TABLE "jobs" ADD COLUMN "flow_key" text',
       'ALTER TABLE "jobs" ADD COLUMN "max_runs" integer DEFAULT 0 NOT NULL',
       'ALTER TABLE "jobs" ADD COLUMN "kind" text NOT NULL DEFAULT \'callback\'',
+      'ALTER TABLE "runs" ADD COLUMN "flow_leased" boolean GENERATED ALWAYS AS (flow_id is not null) STORED',
       'CREATE INDEX "runs_awaiting_idx" ON "runs" ("shard", "deadline_at")',
       'DROP INDEX IF EXISTS "runs_finished_idx"',
       'ALTER TABLE "jobs" DROP CONSTRAINT "jobs_tenant_id_fk"',

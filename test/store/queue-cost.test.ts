@@ -15,6 +15,7 @@ import { CLAIM_PLAN, claimStatement } from '../../src/store/queue/claim-runs.ts'
 import { advanceJobsStatement } from '../../src/store/queue/claim-steps.ts';
 import { FINISH_PLAN, finishStatement } from '../../src/store/queue/finish-runs.ts';
 import { giveBackStatement } from '../../src/store/queue/hold-runs.ts';
+import { reapStatement } from '../../src/store/queue/reap-leases.ts';
 import { DATABASE_TARGETS } from '../support/databases.ts';
 import { FAILED_500, T0, type TestStore, testJobSpec, testOutcome, useTestStore } from '../support/store.ts';
 
@@ -119,6 +120,53 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
     expect(work).toBeLessThanOrEqual(4 * LIMIT);
   });
 
+  /** Empties the tenant's bucket of the runs earlier tests left (due, or leased until after T0), so only this test's count. */
+  async function emptyBucket(): Promise<void> {
+    await store.database.db.execute(sql`delete from runs where shard = ${shardOf(tenantId)}`);
+  }
+
+  /** Vacuums `runs` and its indexes, as autovacuum does after a drain: a bitmap scan reads the entries of dead rows too. */
+  async function vacuumRuns(): Promise<void> {
+    await store.database.db.execute(sql`vacuum (index_cleanup on) runs`);
+  }
+
+  /** Leases the first `n` due runs as a claim leaves them (status, lease, attempt; the due time kept), until `untilMs`. */
+  async function lease(n: number, untilMs: number): Promise<void> {
+    await store.database.db.execute(sql`update runs set status = 'running', lease_owner = 'D', attempts = 1,
+        lease_expires_at = ${new Date(untilMs).toISOString()}::timestamptz
+      where id in (select id from runs where shard = ${shardOf(tenantId)} and status = 'scheduled' order by next_attempt_at limit ${n})`);
+  }
+
+  it(`a claim of ${LIMIT} passes over the runs in flight ahead of it, and reads no more of the backlog`, async () => {
+    await emptyBucket();
+    await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
+    const inFlight = BACKLOG / 10;
+    await lease(inFlight, T0 + 60_000);
+    await vacuumRuns();
+    const { work, rows } = await explain(
+      claimStatement({ shard: shardOf(tenantId), owner: 'D', limit: LIMIT, nowMs: T0, leaseMarginMs: 1 }),
+      CLAIM_PLAN,
+    );
+    expect(rows).toBe(LIMIT);
+    // The leased runs keep their due time, so the due index holds them first: read and filtered away by status.
+    expect(work).toBeGreaterThanOrEqual(inFlight);
+    expect(work).toBeLessThanOrEqual(2 * inFlight + 4 * LIMIT);
+  });
+
+  it(`the reaper reads the bucket's runs due before now, not its ${BACKLOG} finished runs`, async () => {
+    await emptyBucket();
+    await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
+    const expired = LIMIT;
+    await lease(expired, T0 - 1);
+    await store.database.db.execute(sql`update runs set status = 'succeeded', next_attempt_at = null, finished_at = now()
+      where shard = ${shardOf(tenantId)} and status = 'scheduled'`);
+    await vacuumRuns();
+    const { work, rows } = await explain(reapStatement(shardOf(tenantId), T0, 1_000), CLAIM_PLAN);
+    expect(rows).toBe(expired);
+    // Each expired lease found on the due index, matched by primary key, and updated: a few reads each.
+    expect(work).toBeLessThanOrEqual(8 * expired);
+  });
+
   it('a claim past a saturated destination reads at most its window, not the backlog times the window', async () => {
     await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
     await addDueRuns('b', 'http://b.example/hook', BACKLOG / 4, T0 - 2 * BACKLOG);
@@ -144,7 +192,7 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
     async () => {
       await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
       // Every run claimed by D (a dispatcher with a deep per-destination queue), as a claim leaves them.
-      await store.database.db.execute(sql`update runs set status = 'running', lease_owner = 'D', attempts = 1, next_attempt_at = null,
+      await store.database.db.execute(sql`update runs set status = 'running', lease_owner = 'D', attempts = 1,
       lease_expires_at = ${new Date(T0 + 60_000).toISOString()}::timestamptz where next_attempt_at <= ${new Date(T0).toISOString()}::timestamptz`);
       const ids = await query<{ id: string; job_id: string }>(
         store.database.db,

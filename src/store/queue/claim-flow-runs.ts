@@ -59,7 +59,7 @@ export async function grantFlowRuns(
   const flows = await query<FlowRow>(
     tx,
     sql`select f.id, f.tenant_id, f.key, f.rate_limit, f.rate_period_ms, f.parallelism, f.starts,
-          (select count(*) from runs where shard = ${shard} and flow_id = f.id and lease_expires_at is not null) as in_flight
+          (select count(*) from runs where shard = ${shard} and flow_id = f.id and flow_leased) as in_flight
         from flow_controls f where f.shard = ${shard} and not f.paused
         for update of f skip locked`,
   );

@@ -146,7 +146,9 @@ export function claimStatement(o: ClaimOptions & { shard: number }, granted?: re
               -- (timestamp + interval, immutable): Citus refuses timestamptz + interval (stable) over columns in an UPDATE.
               lease_expires_at = ((greatest(${now}::timestamptz, due.next_attempt_at) at time zone 'UTC')
                 + (coalesce((coalesce(r.callback, j.callback)->>'timeoutMs')::int, 10000) + ${o.leaseMarginMs}::int) * interval '1 millisecond') at time zone 'UTC',
-              attempts = r.attempts + 1, next_attempt_at = null,
+              -- The due time stays: the run keeps its place in runs_due_idx while leased, so this update changes no
+              -- indexed column (HOT; the claims pass over leased runs by status, the reaper looks there).
+              attempts = r.attempts + 1,
               started_at = coalesce(r.started_at, greatest(${now}::timestamptz, due.next_attempt_at)), flow_id = due.flow_id
           from due, jobs j
           where r.shard = ${o.shard} and r.id = due.id and j.shard = ${o.shard} and j.id = r.job_id
@@ -454,7 +456,7 @@ async function overlapOf(tx: Executor, shard: number, rows: ClaimRow[]): Promise
     sql`select distinct job_id, (status = 'scheduled' and next_attempt_at is null) as buffered from runs
         where shard = ${shard} and job_id in (select value::uuid from jsonb_array_elements_text(${jobIds}::jsonb))
           and (status in ('running', 'retrying')
-               or (buffered and status = 'scheduled' and (next_attempt_at is not null or trigger = ${RUN_TRIGGER.schedule})))
+               or (buffer_waiting and (next_attempt_at is not null or trigger = ${RUN_TRIGGER.schedule})))
           and trigger <> ${RUN_TRIGGER.result}
           and id not in (select value::uuid from jsonb_array_elements_text(${claimed}::jsonb))`,
   );

@@ -111,7 +111,7 @@ export function asResultDelivery(r: ClaimRow): ClaimRow {
 export function endRuns(tx: Executor, shard: number, ended: { id: string; status: string; error: string | null }[], nowIso: string) {
   return tx.execute(sql`update runs r
     set status = v.status, error = v.error, finished_at = ${nowIso}::timestamptz, lease_owner = null, lease_expires_at = null,
-        attempts = r.attempts - 1
+        next_attempt_at = null, attempts = r.attempts - 1
     from jsonb_to_recordset(${JSON.stringify(ended)}::jsonb) as v(id uuid, status text, error text)
     where ${batchByPrimaryKey(
       'r',

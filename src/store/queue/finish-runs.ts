@@ -118,8 +118,7 @@ export function finishStatement(owner: string, outcomes: AttemptOutcome[]) {
             response_status = v.response_status, error = v.error, lease_owner = null, lease_expires_at = null
         from v
         where r.shard = ${shard} and r.id = v.id and r.status = 'running' and r.lease_owner = ${owner} and r.attempts = v.attempt
-          -- The ids again as an array the planner can count: the runs are read by primary key. No other index serves
-          -- these conditions (runs_lease_idx names the lease, not the status, so no scan of every running run).
+          -- The ids again as an array the planner can count: the runs are read by primary key.
           and r.id = any(${ids}::uuid[])
         returning r.id, r.job_id, r.tenant_id, r.trigger, r.status),
       -- Every attempt happened, whether or not its lease still held: the log keeps them all. A result that comes

@@ -9,8 +9,9 @@ import { type SQL, sql } from 'drizzle-orm';
 import { ERROR_CLASS } from '../../domain/attempt-outcome.ts';
 import type { PausedReason } from '../../domain/events.ts';
 import { acrossBuckets } from '../citus.ts';
-import { type Db, type Executor, query } from '../db.ts';
+import { type Db, type Executor, query, queryPlanned } from '../db.ts';
 import { eachBucket, inBucket, type OnBucketError } from './by-bucket.ts';
+import { CLAIM_PLAN } from './claim-runs.ts';
 import { countFailuresInARow, type EndedRun, recordRunEnds } from './run-ends.ts';
 
 /** How often a dispatcher looks for expired leases, in ms. */
@@ -41,7 +42,8 @@ function giveBack(nowIso: string, atMostOnceError: string, otherError: string) {
  * @returns how many runs were taken back
  */
 async function takeBack(tx: Executor, shard: number, nowMs: number, update: SQL, error: string): Promise<number> {
-  const rows = await query<EndedRun & { attempts: number }>(tx, update);
+  // The claim's planner settings, for the same reason: a few rows by primary key, never the bucket (see CLAIM_PLAN).
+  const rows = await queryPlanned<EndedRun & { attempts: number }>(tx, CLAIM_PLAN, update);
   if (rows.length === 0) return 0;
   const now = new Date(nowMs).toISOString();
   // A statement of its own, from the rows as a parameter: on Citus an INSERT … SELECT from a CTE's result (the
@@ -58,8 +60,25 @@ async function takeBack(tx: Executor, shard: number, nowMs: number, update: SQL,
 }
 
 /**
- * Reaps up to `limit` expired leases at `nowMs`: finds the buckets holding one (a read across buckets, one probe of
- * `runs_lease_idx` each), then reaps each bucket in its own transaction (`reapBucket`).
+ * The FROM and WHERE of bucket `shard`'s expired leases at `nowIso`, on the due index: a leased run keeps its attempt's
+ * due time there (no index names the lease, so that the claim and the renewals are HOT updates), and a lease always
+ * ends after the due time it was taken for, so every expired one is among the bucket's runs due before now. The walk
+ * passes over the bucket's waiting runs already due: cheap while the dispatchers keep up, linear in the overdue
+ * backlog when they do not.
+ */
+function expiredLeases(shard: number | SQL, nowIso: string) {
+  return sql`runs where shard = ${shard} and next_attempt_at < ${nowIso}::timestamptz and status = 'running'
+    and lease_expires_at < ${nowIso}::timestamptz`;
+}
+
+/** As `expiredLeases`, for the leases a release before 0021_claim_hot took (`lease_without_due`: a rolling upgrade). */
+function expiredLeasesWithoutDue(shard: number | SQL, nowIso: string) {
+  return sql`runs where shard = ${shard} and lease_without_due and lease_expires_at < ${nowIso}::timestamptz`;
+}
+
+/**
+ * Reaps up to `limit` expired leases at `nowMs`: finds the buckets holding one (a read across buckets, one walk of
+ * `runs_due_idx` up to now each: `expiredLeases`), then reaps each bucket in its own transaction (`reapBucket`).
  * @param onBucketError called with a bucket whose transaction failed (on Citus, its worker is down) and the error; the
  *   other buckets are reaped all the same. Without it, the first failure is thrown.
  * @returns how many runs were returned or failed
@@ -68,8 +87,10 @@ export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATC
   const now = new Date(nowMs).toISOString();
   const buckets = await acrossBuckets<{ shard: number }>(
     db,
+    // The first expired lease in due order, read on the due index as the due buckets' probe is (due-backlog.ts).
     (probed) => sql`select b.shard from ${probed}
-        where exists (select 1 from runs where shard = b.shard and lease_expires_at < ${now}::timestamptz)`,
+        where (select next_attempt_at from ${expiredLeases(sql`b.shard`, now)} order by next_attempt_at limit 1) is not null
+          or exists (select 1 from ${expiredLeasesWithoutDue(sql`b.shard`, now)})`,
   );
   let reaped = 0;
   for (const b of buckets) {
@@ -85,21 +106,36 @@ export async function reapExpiredLeases(db: Db, nowMs: number, limit = REAP_BATC
  * @returns how many runs were returned or failed
  */
 export async function reapBucket(db: Db, shard: number, nowMs: number, limit: number): Promise<number> {
-  const now = new Date(nowMs).toISOString();
   return db.transaction((tx) =>
     takeBack(
       tx,
       shard,
       nowMs,
-      sql`update runs r
-        set ${giveBack(now, 'ambiguous outcome: the dispatcher lost its lease mid-delivery; not re-sent (at-most-once)', 'the dispatcher lost its lease mid-delivery')}
-        from (select id from runs where shard = ${shard} and lease_expires_at < ${now}::timestamptz and status = 'running'
-              limit ${limit} for update skip locked) expired, jobs j
-        where r.shard = ${shard} and r.id = expired.id and j.shard = ${shard} and j.id = r.job_id
-        returning r.id, r.attempts, r.job_id, r.tenant_id, r.trigger, r.status, j.then_jobs, j.overlap_policy`,
+      reapStatement(shard, nowMs, limit),
       'the lease expired before a result was recorded (dispatcher died or stalled)',
     ),
   );
+}
+
+/**
+ * The reaper's statement for bucket `shard` at `nowMs`: gives back up to `limit` runs whose lease expired
+ * (`expiredLeases`, `expiredLeasesWithoutDue`: up to `limit` of each), locked SKIP LOCKED, returning what `takeBack`
+ * needs. Each kind is found and locked on its own index in a CTE (the expired ones in due order, so that under
+ * CLAIM_PLAN only the due index can serve), and the runs are updated by primary key from an array of the ids: a join of
+ * the bucket's runs to the found ids was planned, on statistics from before the runs, as a read of the whole bucket
+ * compared with every id, and a bucket's primary key filtered by the due time was taken for the due index. Run it under
+ * CLAIM_PLAN (`takeBack` does). Exported for the cost test (test/store/queue-cost.test.ts).
+ */
+export function reapStatement(shard: number, nowMs: number, limit: number): SQL {
+  const now = new Date(nowMs).toISOString();
+  return sql`with due as materialized (select id from ${expiredLeases(shard, now)} order by next_attempt_at limit ${limit} for update skip locked),
+          without_due as materialized (select id from ${expiredLeasesWithoutDue(shard, now)} limit ${limit} for update skip locked)
+        update runs r
+        set ${giveBack(now, 'ambiguous outcome: the dispatcher lost its lease mid-delivery; not re-sent (at-most-once)', 'the dispatcher lost its lease mid-delivery')}
+        from jobs j
+        where r.shard = ${shard} and r.id = any(array(select id from due union all select id from without_due))
+          and j.shard = ${shard} and j.id = r.job_id
+        returning r.id, r.attempts, r.job_id, r.tenant_id, r.trigger, r.status, j.then_jobs, j.overlap_policy`;
 }
 
 /**

@@ -194,7 +194,7 @@ export async function releaseNextBuffered(tx: Executor, shard: number, jobIds: r
   if (jobIds.length === 0) return 0;
   const now = new Date(nowMs).toISOString();
   const waiting = (order: 'asc' | 'desc') => sql`select b.id, b.trigger from runs b
-    where b.shard = ${shard} and b.job_id = j.id and b.buffered and b.next_attempt_at is null and b.status = 'scheduled'
+    where b.shard = ${shard} and b.job_id = j.id and b.buffer_waiting and b.next_attempt_at is null
     order by b.scheduled_for ${sql.raw(order)} limit 1`;
   const released = await queryPlanned<{ next_attempt_at: Date | string }>(
     tx,
@@ -206,7 +206,7 @@ export async function releaseNextBuffered(tx: Executor, shard: number, jobIds: r
       where r.shard = ${shard} and r.id = next.id
         -- Not while another run of its job is in flight (a manual run, a retry of an older one, one released before).
         and not exists (select 1 from runs o where o.shard = ${shard} and o.job_id = r.job_id and o.trigger <> ${RUN_TRIGGER.result}
-                          and (o.status in ('running', 'retrying') or (o.status = 'scheduled' and o.buffered and o.next_attempt_at is not null)))
+                          and (o.status in ('running', 'retrying') or (o.buffer_waiting and o.next_attempt_at is not null)))
       returning r.next_attempt_at`,
   );
   if (released.length > 0) {
