@@ -13,6 +13,7 @@ import { type PlannerSettings, pipelined, query } from '../../src/store/db.ts';
 import { createJob } from '../../src/store/jobs.ts';
 import { CLAIM_PLAN, claimStatement } from '../../src/store/queue/claim-runs.ts';
 import { advanceJobsStatement } from '../../src/store/queue/claim-steps.ts';
+import { dueBucketsStatement } from '../../src/store/queue/due-backlog.ts';
 import { FINISH_PLAN, finishStatement } from '../../src/store/queue/finish-runs.ts';
 import { giveBackStatement } from '../../src/store/queue/hold-runs.ts';
 import { reapStatement } from '../../src/store/queue/reap-leases.ts';
@@ -151,6 +152,18 @@ describe.each(DATABASE_TARGETS)('queue statement cost on $kind', (target) => {
     // The leased runs keep their due time, so the due index holds them first: read and filtered away by status.
     expect(work).toBeGreaterThanOrEqual(inFlight);
     expect(work).toBeLessThanOrEqual(2 * inFlight + 4 * LIMIT);
+  });
+
+  it(`the due buckets' probe walks the due index past the runs in flight, not the table`, async () => {
+    await emptyBucket();
+    await addDueRuns('a', 'http://a.example/hook', BACKLOG, T0 - 10 * BACKLOG);
+    const inFlight = BACKLOG / 10;
+    await lease(inFlight, T0 + 60_000);
+    await store.database.db.execute(sql`analyze runs`);
+    const { work, rows } = await explain(dueBucketsStatement(sql`(values (${shardOf(tenantId)}::smallint)) as b(shard)`), null);
+    expect(rows).toBe(1);
+    expect(work).toBeGreaterThanOrEqual(inFlight);
+    expect(work).toBeLessThanOrEqual(2 * inFlight + 4);
   });
 
   it(`the reaper reads the bucket's runs due before now, not its ${BACKLOG} finished runs`, async () => {
