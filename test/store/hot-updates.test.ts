@@ -27,6 +27,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import type { ClaimedRun } from '../../src/domain/claimed-run.ts';
 import type { JobSpec } from '../../src/domain/job.ts';
 import { type Database, query } from '../../src/store/db.ts';
 import { createJobs } from '../../src/store/jobs.ts';
@@ -65,6 +66,17 @@ const wideSpec = (i: number, schedule: JobSpec['schedule']) =>
     payload: { account: i, note: 'x'.repeat(400) },
     metadata: { team: 'billing', account: String(i) },
   });
+
+/** Claims due runs `batch` at a time at `nowMs` as owner A until `n` are claimed; each claim must take some. */
+async function claimAll(database: Database, n: number, batch: number, nowMs: number): Promise<ClaimedRun[]> {
+  const claimed: ClaimedRun[] = [];
+  while (claimed.length < n) {
+    const runs = await claimRuns(database.db, { owner: 'A', limit: batch, nowMs, leaseMarginMs: 30_000 });
+    expect(runs.length, 'runs claimed').toBeGreaterThan(0);
+    claimed.push(...runs);
+  }
+  return claimed;
+}
 
 /** Waits until the statistics count `n` more updates of `table` than `before`; the updates and HOT updates since. */
 async function updatesSince(database: Database, before: { upd: number; hot: number }, n: number, table: 'jobs' | 'runs' = 'jobs') {
@@ -130,12 +142,7 @@ describe.each(DATABASE_TARGETS)('HOT job updates at the claim on $kind', (target
     expect(await open()).toBe(ONCE_JOBS);
     const claimer = store.openAnother() ?? store.database;
     const before = await tableUpdates(store.database, 'jobs');
-    let claimedAll = 0;
-    while (claimedAll < ONCE_JOBS) {
-      const claimed = await claimRuns(claimer.db, { owner: 'A', limit: CLAIM_BATCH, nowMs: T0 + 1_000, leaseMarginMs: 30_000 });
-      expect(claimed.length, 'runs claimed').toBeGreaterThan(0);
-      claimedAll += claimed.length;
-    }
+    await claimAll(claimer, ONCE_JOBS, CLAIM_BATCH, T0 + 1_000);
     if (claimer !== store.database) await claimer.close();
     const { updates, hot } = await updatesSince(store.database, before, ONCE_JOBS);
     console.log(`${target.kind}: ${hot} of ${updates} once-job completions at the claim were HOT`);
@@ -161,12 +168,7 @@ describe.each(DATABASE_TARGETS)('HOT job updates at the claim on $kind', (target
     );
     const claimer = store.openAnother() ?? store.database;
     const beforeClaims = await tableUpdates(store.database, 'runs');
-    const claimed = [];
-    while (claimed.length < ONCE_JOBS) {
-      const batch = await claimRuns(claimer.db, { owner: 'A', limit: CLAIM_BATCH, nowMs: T0 + 1_000, leaseMarginMs: 30_000 });
-      expect(batch.length, 'runs claimed').toBeGreaterThan(0);
-      claimed.push(...batch);
-    }
+    const claimed = await claimAll(claimer, ONCE_JOBS, CLAIM_BATCH, T0 + 1_000);
     if (claimer !== store.database) await claimer.close();
     const claims = await updatesSince(store.database, beforeClaims, ONCE_JOBS, 'runs');
     console.log(`${target.kind}: ${claims.hot} of ${claims.updates} run updates at the claim were HOT`);
