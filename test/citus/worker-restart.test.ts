@@ -72,7 +72,27 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
         .slice(-40);
       return `--- process ${i} (${p.child.exitCode === null ? 'running' : `exited ${p.child.exitCode}`})\n${lines.join('\n')}`;
     });
-    return `runs (crashed worker's tenants?, status, leased, count): ${JSON.stringify(runs)}\n${logs.join('\n')}`;
+    // What each node waits on: a prepared transaction the crash left holds its row locks until Citus recovers it.
+    const nodes = await Promise.all(
+      [cluster.coordinatorPort, ...cluster.workerPorts].map(async (port) => {
+        const node = postgres(cluster.url.replace(`:${cluster.coordinatorPort}/`, `:${port}/`), { max: 1, onnotice: () => {} });
+        try {
+          const prepared = await node`select gid, prepared from pg_prepared_xacts`;
+          const active = await node`select pid, state, wait_event_type, wait_event, now() - xact_start as age, left(query, 160) as query
+            from pg_stat_activity where state <> 'idle' and pid <> pg_backend_pid() and backend_type = 'client backend'`;
+          return `node ${port}: prepared ${JSON.stringify(prepared)}; active ${JSON.stringify(active)}`;
+        } catch (e) {
+          return `node ${port}: unreadable: ${(e as Error).message}`;
+        } finally {
+          await node.end();
+        }
+      }),
+    );
+    const waiting = await admin`select status, lease_owner is not null as leased, lease_expires_at, next_attempt_at, attempts, now() as now
+      from runs where status not in ('succeeded', 'failed', 'expired', 'canceled') order by next_attempt_at limit 10`.catch(
+      (e: Error) => `unreadable: ${e.message}`,
+    );
+    return `runs (crashed worker's tenants?, status, leased, count): ${JSON.stringify(runs)}\nfirst open runs: ${JSON.stringify(waiting)}\n${nodes.join('\n')}\n${logs.join('\n')}`;
   }
 
   it('loses no accepted run, and every tenant on either worker is delivered', { timeout: 300_000 }, async () => {
