@@ -32,6 +32,8 @@ const FIRST_DUE_MS = 4_000;
 const OUTAGE_MS = 8_000;
 /** Short leases (callback timeout + margin), so runs whose finish was lost come back within seconds. */
 const TIMEOUT_MS = 2_000;
+/** Lets the diagnosis read the processes' /metrics. */
+const METRICS_TOKEN = 'worker-restart-metrics-token-0123456789';
 const CHAOS_ENV = { CHIME_LEASE_MARGIN_MS: '1000', CHIME_REAP_INTERVAL_MS: '500' };
 
 type Placed = TestTenant & { port: number };
@@ -92,11 +94,31 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
       from runs where status not in ('succeeded', 'failed', 'expired', 'canceled') order by next_attempt_at limit 10`.catch(
       (e: Error) => `unreadable: ${e.message}`,
     );
-    return `runs (crashed worker's tenants?, status, leased, count): ${JSON.stringify(runs)}\nfirst open runs: ${JSON.stringify(waiting)}\n${nodes.join('\n')}\n${logs.join('\n')}`;
+    // Where each dispatcher's runs are: in flight per destination against its limit, fired, claims and finishes.
+    const metrics = await Promise.all(
+      processes.map(async (p, i) => {
+        const text = await fetch(`${p.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+          .then((r) => r.text())
+          .catch((e: Error) => `unreadable: ${e.message}`);
+        const wanted =
+          /^chime_(in_flight|destination_limit|runs_fired_total|attempts_total|leases_reaped_total|database_up|(claim|finish)_duration_seconds_count)\b/;
+        return `--- process ${i} metrics\n${text
+          .split('\n')
+          .filter((l) => wanted.test(l))
+          .join('\n')}`;
+      }),
+    );
+    return `runs (crashed worker's tenants?, status, leased, count): ${JSON.stringify(runs)}\nfirst open runs: ${JSON.stringify(waiting)}\n${nodes.join('\n')}\n${metrics.join('\n')}\n${logs.join('\n')}`;
   }
 
   it('loses no accepted run, and every tenant on either worker is delivered', { timeout: 300_000 }, async () => {
-    const env = { DATABASE_URL: cluster.url, CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, CHIME_MIGRATE: 'true', ...CHAOS_ENV };
+    const env = {
+      DATABASE_URL: cluster.url,
+      CHIME_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+      CHIME_MIGRATE: 'true',
+      CHIME_METRICS_TOKEN: METRICS_TOKEN,
+      ...CHAOS_ENV,
+    };
     const api = await startChime(env, ['serve', '--role', 'api']);
     processes.push(api, ...(await Promise.all([0, 1].map(() => startChime(env, ['serve', '--role', 'dispatcher'])))));
 
