@@ -213,6 +213,10 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
     const onBucketDue = (shard: number, due: BucketClaim['nextDueAtMs']) => told.set(shard, due);
     const claimed = await claimBatch(deps, { limit, horizonMs, skipDestinations, destinationRoom, rotation, buckets, onBucketDue });
     known = withTold(buckets, told);
+    logger.debug(
+      { limit, horizonMs, skip: skipDestinations.length, buckets: buckets.length, claimed: claimed.length, told: Object.fromEntries(told) },
+      'claimed',
+    );
     // A bucket tells a due time (or null) only after a claim that took runs there (claim-runs.ts `BucketClaim`).
     exactAfterClaim = told.size > 0 && [...told.values()].every((due) => due !== undefined);
     for (const run of claimed) queue.add(run);
@@ -248,6 +252,7 @@ export function createClaimPacer(deps: ClaimPacerDeps): ClaimPacer {
     }
     // stop() may have come while this iteration awaited the database: its wake() found no sleep to end.
     if (!running) return true;
+    logger.debug({ dueAtMs: due, waitMs: wait, buckets: buckets.length }, 'claim pacer sleeps');
     const how = await wakeup.sleep(wait);
     // Woken (a run announced, a retry written, a reap): what is due has changed, read it again. Else the read above
     // serves the claim that follows (one statement less per claim under steady traffic).
