@@ -79,7 +79,8 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
         .slice(-30);
       return `--- process ${i} (${p.child.exitCode === null ? 'running' : `exited ${p.child.exitCode}`})\n${lines.join('\n')}\n--- its last claims and sleeps\n${pacing.join('\n')}`;
     });
-    // What each node waits on: a prepared transaction the crash left holds its row locks until Citus recovers it.
+    // What each node is doing: the prepared transactions a crash left (they hold row locks until Citus recovers them)
+    // and the statements under way.
     const nodes = await Promise.all(
       [cluster.coordinatorPort, ...cluster.workerPorts].map(async (port) => {
         const node = postgres(cluster.url.replace(`:${cluster.coordinatorPort}/`, `:${port}/`), { max: 1, onnotice: () => {} });
