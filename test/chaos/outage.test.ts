@@ -12,7 +12,7 @@ import { type ChimeProcess, startChime } from '../support/chime-process.ts';
 import { TEST_ENCRYPTION_KEY } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
 import { type PrivatePostgres, postgresBinDir, startPrivatePostgres } from '../support/private-postgres.ts';
-import { type Receiver, startReceiver } from '../support/receiver.ts';
+import { allArrived, type Receiver, startReceiver } from '../support/receiver.ts';
 
 // Needs the PostgreSQL server binaries (this machine and CI have them); say so rather than pass silently.
 const bin = postgresBinDir();
@@ -99,17 +99,7 @@ describe.runIf(bin !== null)('database outage', () => {
 
     // Every accepted job is delivered, after the dispatcher reconnected by itself.
     const delivered = () => new Set(receiver.received.map((r) => r.headers['chime-job-id']));
-    // The receiver's ids read once per poll, not once per accepted job: the receiver answers from this process.
-    await eventually(
-      () => {
-        const seen = delivered();
-        return accepted.every((id) => seen.has(id));
-      },
-      {
-        timeoutMs: 90_000,
-        what: `every accepted job to be delivered (${accepted.filter((id) => !delivered().has(id)).length} missing)`,
-      },
-    );
+    await eventually(() => allArrived(accepted, delivered()), { timeoutMs: 90_000, what: 'every accepted job to be delivered' });
     expect(dispatcher.child.exitCode).toBeNull();
 
     // Nothing but 201, 503 (problem+json) or a refused connection during the whole test: never a 500.

@@ -18,7 +18,7 @@ import { type ChimeProcess, startChime } from '../support/chime-process.ts';
 import { CITUS_TESTS, type CitusCluster, startCitusCluster } from '../support/citus.ts';
 import { TEST_ENCRYPTION_KEY } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
-import { type Receiver, startReceiver } from '../support/receiver.ts';
+import { allArrived, type Receiver, startReceiver } from '../support/receiver.ts';
 
 if (!CITUS_TESTS) console.warn('test/citus: skipped, CHIME_TEST_CITUS is not 1 (set it to start a Citus cluster with ../shared/citus)');
 
@@ -67,16 +67,9 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
       select tenant_id = any(${onCrashed}::uuid[]) as crashed, status, lease_owner is not null as leased, count(*)::int as n
       from runs group by 1, 2, 3 order by 1, 2, 3`.catch((e: Error) => `runs unreadable: ${e.message}`);
     const logs = processes.map((p, i) => {
-      const lines = p
-        .output()
-        .split('\n')
-        .filter((l) => /"level":(4|5|6)0/.test(l))
-        .slice(-40);
-      const pacing = p
-        .output()
-        .split('\n')
-        .filter((l) => /"level":20,/.test(l))
-        .slice(-30);
+      const output = p.output().split('\n');
+      const lines = output.filter((l) => /"level":(4|5|6)0/.test(l)).slice(-40);
+      const pacing = output.filter((l) => /"level":20,/.test(l)).slice(-30);
       return `--- process ${i} (${p.child.exitCode === null ? 'running' : `exited ${p.child.exitCode}`})\n${lines.join('\n')}\n--- its last claims and sleeps\n${pacing.join('\n')}`;
     });
     // What each node is doing: the prepared transactions a crash left (they hold row locks until Citus recovers them)
@@ -195,19 +188,11 @@ describe.runIf(CITUS_TESTS)('a Citus worker crashes and restarts under load', ()
       ).toBeGreaterThan(0);
     }
 
-    await eventually(
-      () => {
-        // The marks read once per poll: read per accepted run, this process (the receiver's) spent seconds of CPU on
-        // each poll, so its answers came late, the callbacks timed out and the dispatchers' limits fell to 1.
-        const seen = arrived();
-        const missing = [...accepted].filter((m) => !seen.has(m)).length;
-        if (missing > 0) throw new Error(`${missing} of ${accepted.size} not arrived`);
-        return true;
+    await eventually(() => allArrived(accepted, arrived()), { timeoutMs: 120_000, what: 'every accepted run to arrive' }).catch(
+      async (err: Error) => {
+        throw new Error(`${err.message}\n${await diagnosis(tenants, crashed)}`);
       },
-      { timeoutMs: 120_000, what: 'every accepted run to arrive' },
-    ).catch(async (err: Error) => {
-      throw new Error(`${err.message}\n${await diagnosis(tenants, crashed)}`);
-    });
+    );
 
     // The database agrees: every run final and succeeded; a duplicate only where a lease expired.
     await eventually(

@@ -14,7 +14,7 @@ import { runChime } from '../support/chime-run.ts';
 import { type FreshDatabase, freshDatabase, TEST_ENCRYPTION_KEY } from '../support/databases.ts';
 import { eventually } from '../support/eventually.ts';
 import { buildPreviousRelease, PREVIOUS_RELEASE, type Release } from '../support/previous-release.ts';
-import { type Receiver, startReceiver } from '../support/receiver.ts';
+import { allArrived, type Receiver, startReceiver } from '../support/receiver.ts';
 
 describe.runIf(process.env.TEST_DATABASE_URL)(`a rolling upgrade from ${PREVIOUS_RELEASE.slice(0, 7)} on PostgreSQL`, () => {
   let release: Release | undefined;
@@ -92,17 +92,7 @@ describe.runIf(process.env.TEST_DATABASE_URL)(`a rolling upgrade from ${PREVIOUS
       registering = false;
       await load;
 
-      // The receiver's ids read once per poll, not once per accepted job: the receiver answers from this process.
-      await eventually(
-        () => {
-          const seen = delivered();
-          return [...accepted].every((id) => seen.has(id));
-        },
-        {
-          timeoutMs: 90_000,
-          what: `every accepted job to be delivered (${[...accepted].filter((id) => !delivered().has(id)).length} of ${accepted.size} missing)`,
-        },
-      );
+      await eventually(() => allArrived(accepted, delivered()), { timeoutMs: 90_000, what: 'every accepted job to be delivered' });
       expect(refused.slice(0, 5), `${refused.length} registrations not accepted`).toEqual([]);
       for (const [name, p] of procs) expect(p.child.exitCode, `${name} exited:\n${p.output()}`).toBeNull();
       // The jobs the old release accepted and the new one sent, and the reverse, are one history: every run succeeded.

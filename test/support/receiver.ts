@@ -32,6 +32,19 @@ export type Receiver = {
   close(): Promise<void>;
 };
 
+/**
+ * For `eventually`: true when every one of `expected` is in `seen`, else throws `N of M not arrived`, so that a timeout
+ * names how many were missing at the last poll. `seen` is read from the receiver once per poll by the caller: a read
+ * per expected item costs the receiver, which answers from the same process, quadratic CPU.
+ * @throws Error naming the count missing
+ */
+export function allArrived(expected: Iterable<string>, seen: ReadonlySet<unknown>): true {
+  const all = [...expected];
+  const missing = all.filter((x) => !seen.has(x)).length;
+  if (missing > 0) throw new Error(`${missing} of ${all.length} not arrived`);
+  return true;
+}
+
 export async function startReceiver(respond: (r: Received) => Reply = () => ({ status: 200 })): Promise<Receiver> {
   const received: Received[] = [];
   const hanging = new Set<http.ServerResponse>();
